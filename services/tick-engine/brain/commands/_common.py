@@ -1,0 +1,107 @@
+"""Shared CLI plumbing: settings at the edge, one error handler, exit codes.
+
+Command modules keep their heavy imports inside the command functions so that
+``brain hook session-start`` starts fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import typer
+
+from brain.settings import Settings, SettingsError
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # verify failed or an unexpected error
+EXIT_USAGE = 2  # usage / configuration error
+EXIT_LOCKED = 3  # another tick holds the vault lock
+EXIT_AI_FAILED = 4  # AI phase failed; phases 1 and 5 succeeded
+
+T = TypeVar("T")
+
+
+class BrainError(Exception):
+    """An error the user should read as one line: ``Error: <what> (<path>): <why>``."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, what: str, why: str = "", *, path: Path | str | None = None, exit_code: int | None = None):
+        self.what, self.why, self.path = what, why, path
+        if exit_code is not None:
+            self.exit_code = exit_code
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        where = f" ({self.path})" if self.path else ""
+        why = f": {self.why}" if self.why else ""
+        return f"{self.what}{where}{why}"
+
+
+class UsageError(BrainError):
+    exit_code = EXIT_USAGE
+
+
+def log(message: str) -> None:
+    """Human-facing log line: always stderr, never stdout."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("BRAIN_DEBUG", "") not in ("", "0", "false")
+
+
+def settings_from(**flags: Any) -> Settings:
+    try:
+        return Settings.from_env(os.environ, **flags)
+    except SettingsError as exc:
+        raise UsageError("configuration", str(exc)) from None
+
+
+def resolve_now(settings: Settings) -> datetime:
+    from brain.core.timeutil import TimeParseError, require_instant, wall_clock
+
+    if settings.now:
+        try:
+            return require_instant(settings.now, what="--now")
+        except TimeParseError as exc:
+            raise UsageError("bad --now", str(exc)) from None
+    return wall_clock()
+
+
+def require_vault(settings: Settings, *, must_exist: bool = True) -> Path:
+    if settings.vault is None:
+        raise UsageError("no vault given", "use --vault V or set BRAIN_VAULT")
+    vault = settings.vault
+    if must_exist and not vault.is_dir():
+        raise UsageError("vault not found", "not a folder", path=vault)
+    return vault
+
+
+def run(body: Callable[[], int | None]) -> NoReturn:
+    """Run a command body; turn errors into one line on stderr and an exit code, once."""
+    try:
+        code = body() or EXIT_OK
+    except BrainError as exc:
+        if debug_enabled():
+            raise
+        log(f"Error: {exc.line()}")
+        raise typer.Exit(exc.exit_code) from None
+    except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # the one catch-all: a short line for users, a traceback under BRAIN_DEBUG
+        if debug_enabled():
+            raise
+        log(f"Error: unexpected {type(exc).__name__}: {exc} (set BRAIN_DEBUG=1 for a traceback)")
+        raise typer.Exit(EXIT_FAILED) from None
+    raise typer.Exit(code)
+
+
+VaultOpt = typer.Option(None, "--vault", help="Vault root folder [env: BRAIN_VAULT].")
+NowOpt = typer.Option(None, "--now", help="Use this ISO-8601 instant instead of the clock [env: BRAIN_NOW].")
+FeedOpt = typer.Option(None, "--brain-feed", help="Brain-feed folder (default: V/brain-feed).")

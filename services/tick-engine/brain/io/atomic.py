@@ -1,0 +1,82 @@
+"""Low-level atomic file primitives: temp file in the same folder, fsync, rename.
+
+Everything that writes into a vault goes through :mod:`brain.io.writer`, which uses these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+class ConfinementError(ValueError):
+    """A path would leave the vault."""
+
+
+def confined(root: Path, relative: str) -> Path:
+    """``root / relative``, refusing anything that escapes ``root`` (``..``, absolute, symlinks)."""
+    if not relative or relative.startswith(("/", "\\")) or "\x00" in relative:
+        raise ConfinementError(f"path {relative!r} is not a vault-relative path")
+    parts = Path(relative).parts
+    if any(part in ("..", "") for part in parts) or Path(relative).is_absolute():
+        raise ConfinementError(f"path {relative!r} leaves the vault")
+    root_real = root.resolve()
+    target = root / relative
+    # Every existing ancestor must resolve inside the vault: a symlinked folder cannot redirect us.
+    probe = target.parent
+    while True:
+        if probe.exists():
+            real = probe.resolve()
+            if real != root_real and root_real not in real.parents:
+                raise ConfinementError(f"path {relative!r} resolves outside the vault")
+            break
+        probe = probe.parent
+    if target.is_symlink():
+        raise ConfinementError(f"path {relative!r} is a symbolic link")
+    return target
+
+
+def fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves either the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644 if mode is None else mode)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    if mode is None:
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line (for ``health.jsonl``); a single write() of a whole line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
