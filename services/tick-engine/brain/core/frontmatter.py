@@ -1,0 +1,228 @@
+"""YAML frontmatter: split, strict load, and byte-stable key edits.
+
+Round trips are byte-stable: :func:`set_keys` rewrites only the lines of the keys it
+changes, so comments, key order, quoting and unknown keys elsewhere keep their bytes, and
+a file whose metadata did not change is not rewritten at all.
+
+Loading is deliberately conservative: dates and times stay strings (PyYAML would turn
+them into ``datetime`` objects that do not round-trip) and only ``true``/``false`` are
+booleans (YAML 1.1's ``yes``/``no``/``on``/``off`` stay strings).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    pass
+
+
+# Copy the implicit resolvers without timestamps and without YAML 1.1 yes/no/on/off booleans.
+_Loader.yaml_implicit_resolvers = {}
+for _first, _resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
+    _kept = [(tag, rx) for tag, rx in _resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    _kept = [
+        (tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")) if tag == "tag:yaml.org,2002:bool" else (tag, rx)
+        for tag, rx in _kept
+    ]
+    if _kept:
+        _Loader.yaml_implicit_resolvers[_first] = _kept
+
+
+class FrontmatterError(ValueError):
+    """Frontmatter that cannot be read; ``line`` is 1-based within the file."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Document:
+    """A markdown file cut into its frontmatter text and body.
+
+    ``frontmatter`` is the YAML between the ``---`` lines (each line ending in ``newline``),
+    or ``None`` when the file has none. ``body`` is everything after the closing line.
+    """
+
+    frontmatter: str | None
+    body: str
+    newline: str = "\n"
+
+    @property
+    def body_offset(self) -> int:
+        """Character offset of the body in the original text."""
+        if self.frontmatter is None:
+            return 0
+        nl = len(self.newline)
+        return 3 + nl + len(self.frontmatter) + 3 + nl
+
+    @property
+    def body_first_line(self) -> int:
+        """1-based line number of the body's first line in the original text."""
+        if self.frontmatter is None:
+            return 1
+        return self.frontmatter.count("\n") + 3
+
+    def render(self) -> str:
+        if self.frontmatter is None:
+            return self.body
+        return f"---{self.newline}{self.frontmatter}---{self.newline}{self.body}"
+
+
+def split(text: str) -> Document:
+    """Cut ``text`` at its frontmatter; raises FrontmatterError for an unterminated block."""
+    if text.startswith("---\r\n"):
+        newline = "\r\n"
+    elif text.startswith("---\n"):
+        newline = "\n"
+    else:
+        return Document(None, text)
+    start = 3 + len(newline)
+    pos = start
+    while True:
+        end = text.find(newline, pos)
+        line = text[pos:] if end == -1 else text[pos:end]
+        if line.rstrip() in ("---", "..."):
+            after = len(text) if end == -1 else end + len(newline)
+            if end == -1:  # closing line without a final newline: the body is empty
+                return Document(text[start:pos], "", newline)
+            return Document(text[start:pos], text[after:], newline)
+        if end == -1:
+            raise FrontmatterError("frontmatter has no closing '---' line", line=1)
+        pos = end + len(newline)
+
+
+def load(frontmatter: str) -> dict[str, Any]:
+    """Parse frontmatter YAML into a mapping (strict; dates stay strings)."""
+    if not frontmatter.strip():
+        return {}
+    try:
+        value = yaml.load(frontmatter, Loader=_Loader)  # noqa: S506 - safe loader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the '---' line
+        problem = exc.problem or str(exc)
+        raise FrontmatterError(f"invalid YAML frontmatter: {problem}", line=line) from None
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FrontmatterError("frontmatter is not a mapping of keys to values", line=2)
+    return {str(k): v for k, v in value.items()}
+
+
+def dump_key(key: str, value: Any) -> str:
+    """One top-level key as YAML text, quoted wherever a strict parser would need it."""
+    text: str = yaml.dump(
+        {key: value},
+        Dumper=_BaseDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,
+    )
+    return text
+
+
+def dump(mapping: dict[str, Any]) -> str:
+    """Frontmatter text for a new file, keys in the given order."""
+    return "".join(dump_key(k, v) for k, v in mapping.items())
+
+
+_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z0-9_][A-Za-z0-9_.-]*|\"[^\"]*\"|'[^']*')\s*:(?:\s|$)")
+
+
+def _key_blocks(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Top-level key -> (first line, end line exclusive) in ``lines``."""
+    blocks: dict[str, tuple[int, int]] = {}
+    current: str | None = None
+    begin = 0
+    for index, line in enumerate(lines):
+        match = _KEY_LINE.match(line)
+        if match:
+            if current is not None:
+                blocks.setdefault(current, (begin, _trim_tail(lines, begin, index)))
+            current = match.group("key").strip("\"'")
+            begin = index
+        elif current is not None and line[:1] not in (" ", "\t", "-", "\r", "\n", "") and not line.startswith("#"):
+            # Anything else at column 0 ends the block (flow continuation lines are indented).
+            blocks.setdefault(current, (begin, _trim_tail(lines, begin, index)))
+            current = None
+    if current is not None:
+        blocks.setdefault(current, (begin, _trim_tail(lines, begin, len(lines))))
+    return blocks
+
+
+def _trim_tail(lines: list[str], begin: int, end: int) -> int:
+    """Leave trailing blank and column-0 comment lines outside the block they follow."""
+    while end - 1 > begin and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1
+    return end
+
+
+def set_keys(frontmatter: str, updates: dict[str, Any], *, remove: tuple[str, ...] = ()) -> str:
+    """Return ``frontmatter`` with ``updates`` applied, touching only those keys' lines.
+
+    New keys are appended. The result is checked by re-parsing; if a line-level edit
+    would not give exactly the intended mapping (exotic YAML), the whole mapping is
+    re-dumped instead, which keeps every value but not comments.
+    """
+    before = load(frontmatter)
+    expected = dict(before)
+    for key in remove:
+        expected.pop(key, None)
+    expected.update(updates)
+    if expected == before and all(key not in before for key in remove):
+        return frontmatter
+
+    newline = "\r\n" if "\r\n" in frontmatter else "\n"
+    lines = frontmatter.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += newline
+    blocks = _key_blocks(lines)
+    replacements: dict[int, tuple[int, str]] = {}
+    appended: list[str] = []
+    for key, value in updates.items():
+        if key in before and before[key] == value:
+            continue
+        text = dump_key(key, value)
+        if newline != "\n":
+            text = text.replace("\n", newline)
+        if key in blocks:
+            begin, end = blocks[key]
+            replacements[begin] = (end, text)
+        else:
+            appended.append(text)
+    for key in remove:
+        if key in blocks:
+            begin, end = blocks[key]
+            replacements[begin] = (end, "")
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        if index in replacements:
+            end, text = replacements[index]
+            out.append(text)
+            index = end
+        else:
+            out.append(lines[index])
+            index += 1
+    out.extend(appended)
+    result = "".join(out)
+    try:
+        if load(result) == expected:
+            return result
+    except FrontmatterError:
+        pass
+    return dump(expected).replace("\n", newline) if newline != "\n" else dump(expected)

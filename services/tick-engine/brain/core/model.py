@@ -1,0 +1,259 @@
+"""The vault as values: notes, arcs, problems. Built once by the scanner, shared by every phase.
+
+:func:`parse_note` is pure: text in, :class:`Note` out. Bad input becomes problems on the
+note, never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from brain.core import frontmatter, markers
+from brain.core.markers import Marker
+from brain.core.vocab import TOMBSTONE_STATUSES
+
+CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Activity:
+    sessions: int = 0
+    user_turns: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    joy: int = 0
+    compactions: int = 0
+
+
+@dataclass(frozen=True)
+class ArcInfo:
+    """What the tick needs of an arc's frontmatter, normalised (old layouts included)."""
+
+    cluster_id: str
+    title: str
+    region: str
+    status: str
+    heat: int | None
+    created: str | None
+    last_active: str | None
+    project: str | None
+    agents: tuple[str, ...]
+    source_sessions: tuple[str, ...]
+    activity: Activity
+    synthesized: bool
+    summary: str | None
+    merged_into: str | None
+    split_into: tuple[str, ...]
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.status in TOMBSTONE_STATUSES
+
+    @property
+    def session_count(self) -> int:
+        return len(self.source_sessions) or self.activity.sessions
+
+
+@dataclass(frozen=True)
+class Note:
+    """One markdown file of the vault as the scanner saw it."""
+
+    path: str  # vault-relative, POSIX separators
+    size: int
+    mtime_ns: int
+    sha1: str
+    arc: ArcInfo | None = None
+    markers: tuple[Marker, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    parsed: bool = True  # False: unreadable (bad UTF-8, bad YAML, too large); never edited
+    body_offset: int = 0
+
+    @property
+    def is_arc(self) -> bool:
+        return self.arc is not None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["markers"] = [
+            [m.type, [list(a) for a in m.attrs], m.content, m.line, m.start, m.open_end, m.end] for m in self.markers
+        ]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Note:
+        arc = data.get("arc")
+        arc_info = None
+        if arc is not None:
+            arc = dict(arc)
+            arc["activity"] = Activity(**arc["activity"])
+            for key in ("agents", "source_sessions", "split_into"):
+                arc[key] = tuple(arc[key])
+            arc_info = ArcInfo(**arc)
+        return cls(
+            path=data["path"],
+            size=data["size"],
+            mtime_ns=data["mtime_ns"],
+            sha1=data["sha1"],
+            arc=arc_info,
+            markers=tuple(
+                Marker(t, tuple((k, v) for k, v in attrs), content, line, start, open_end, end)
+                for t, attrs, content, line, start, open_end, end in data["markers"]
+            ),
+            problems=tuple(Problem(**p) for p in data["problems"]),
+            parsed=data["parsed"],
+            body_offset=data.get("body_offset", 0),
+        )
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return str(value)
+    return None
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return 0
+    return 0
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if value else ()
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if v is not None and not isinstance(v, dict | list))
+    return ()
+
+
+def arc_info(meta: dict[str, Any]) -> ArcInfo:
+    """Normalise an arc's frontmatter; reads the agentibrain ``signals:`` layout too."""
+    activity_raw = meta.get("activity")
+    legacy = meta.get("signals")
+    sessions = _strings(meta.get("source_sessions"))
+    if isinstance(activity_raw, dict):
+        activity = Activity(
+            sessions=_int(activity_raw.get("sessions", len(sessions))),
+            user_turns=_int(activity_raw.get("user_turns")),
+            tool_calls=_int(activity_raw.get("tool_calls")),
+            errors=_int(activity_raw.get("errors")),
+            joy=_int(activity_raw.get("joy")),
+            compactions=_int(activity_raw.get("compactions")),
+        )
+    elif isinstance(legacy, dict):
+        activity = Activity(
+            sessions=len(sessions),
+            tool_calls=_int(legacy.get("tools")),
+            errors=_int(legacy.get("errors")),
+            joy=_int(legacy.get("joy")),
+        )
+    else:
+        activity = Activity(sessions=len(sessions))
+    heat_raw = meta.get("heat")
+    heat = None if heat_raw is None or isinstance(heat_raw, dict | list) else _int(heat_raw)
+    cluster_id = str(meta["cluster_id"]).strip()
+    title = _text(meta.get("title")) or cluster_id
+    return ArcInfo(
+        cluster_id=cluster_id,
+        title=" ".join(title.split()),
+        region=(_text(meta.get("region")) or "").strip(),
+        status=(_text(meta.get("status")) or "").strip(),
+        heat=heat,
+        created=_text(meta.get("created")),
+        last_active=_text(meta.get("last_active")),
+        project=_text(meta.get("project")),
+        agents=_strings(meta.get("agents")),
+        source_sessions=sessions,
+        activity=activity,
+        synthesized=meta.get("synthesized") is True,
+        summary=_text(meta.get("summary")),
+        merged_into=_text(meta.get("merged_into")),
+        split_into=_strings(meta.get("split_into")),
+    )
+
+
+@dataclass
+class ParsedText:
+    """Result of :func:`parse_text`, before file identity is attached."""
+
+    meta: dict[str, Any] | None = None
+    document: frontmatter.Document | None = None
+    markers: list[Marker] = field(default_factory=list)
+    problems: list[tuple[int | None, str]] = field(default_factory=list)
+    parsed: bool = True
+
+
+def parse_text(text: str) -> ParsedText:
+    out = ParsedText()
+    try:
+        document = frontmatter.split(text)
+        meta = frontmatter.load(document.frontmatter) if document.frontmatter is not None else None
+    except frontmatter.FrontmatterError as exc:
+        out.problems.append((exc.line, exc.message + "; file left as it is"))
+        out.parsed = False
+        return out
+    out.document, out.meta = document, meta
+    found, problems = markers.parse(text)
+    # Markers inside the frontmatter block are YAML text, not markers.
+    out.markers = [m for m in found if m.start >= document.body_offset]
+    out.problems.extend((p.line, p.message) for p in problems if p.line >= document.body_first_line)
+    return out
+
+
+def parse_note(path: str, data: bytes, *, size: int, mtime_ns: int, sha1: str) -> Note:
+    """A :class:`Note` from a file's bytes. Invalid UTF-8 or YAML makes an unparsed note."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return Note(path, size, mtime_ns, sha1, problems=(Problem(path, line, "not valid UTF-8; file left as it is"),),
+                    parsed=False)
+    parsed = parse_text(text)
+    problems = [Problem(path, line, message) for line, message in parsed.problems]
+    if not parsed.parsed or parsed.document is None:
+        return Note(path, size, mtime_ns, sha1, problems=tuple(problems), parsed=False)
+    arc = None
+    meta = parsed.meta
+    if meta is not None and meta.get("cluster_id") not in (None, ""):
+        raw_id = meta.get("cluster_id")
+        if isinstance(raw_id, str | int) and CLUSTER_ID_RE.match(str(raw_id).strip()):
+            arc = arc_info(meta)
+        else:
+            problems.append(Problem(path, 2, f"invalid cluster_id {str(raw_id)[:60]!r}: not treated as an arc"))
+    return Note(
+        path,
+        size,
+        mtime_ns,
+        sha1,
+        arc=arc,
+        markers=tuple(parsed.markers),
+        problems=tuple(problems),
+        parsed=True,
+        body_offset=parsed.document.body_offset,
+    )

@@ -1,0 +1,79 @@
+"""Plans: what a phase wants done to the vault, as values. The writer executes them.
+
+A phase never writes; it returns a :class:`Plan`. Dry run prints the plan; a real run hands
+it to :func:`brain.io.writer.apply_plan`, which journals before-images and writes atomically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Expect:
+    """The file as the scanner saw it; the writer refuses to replace anything else."""
+
+    size: int
+    mtime_ns: int
+    sha1: str
+
+
+@dataclass(frozen=True)
+class WriteFile:
+    """Create or replace ``path``.
+
+    ``expect`` None means the file must not exist yet (or already hold exactly ``content``).
+    ``owned`` files (feed files, dashboards) belong to the brain and are replaced whatever
+    they hold.
+    """
+
+    path: str
+    content: bytes
+    expect: Expect | None = None
+    owned: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class MoveFile:
+    """Move an arc ``src`` -> ``dst`` (never a copy), optionally with new content."""
+
+    src: str
+    dst: str
+    expect: Expect
+    content: bytes | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class DeleteFile:
+    path: str
+    expect: Expect | None = None
+    owned: bool = False
+    reason: str = ""
+
+
+Operation = WriteFile | MoveFile | DeleteFile
+
+
+@dataclass
+class Plan:
+    operations: list[Operation] = field(default_factory=list)
+
+    def add(self, operation: Operation) -> None:
+        self.operations.append(operation)
+
+    def extend(self, operations: list[Operation]) -> None:
+        self.operations.extend(operations)
+
+    def touched(self) -> set[str]:
+        paths: set[str] = set()
+        for op in self.operations:
+            if isinstance(op, MoveFile):
+                paths.update((op.src, op.dst))
+            else:
+                paths.add(op.path)
+        return paths
+
+    def __bool__(self) -> bool:
+        return bool(self.operations)
