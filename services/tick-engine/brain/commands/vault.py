@@ -1,0 +1,260 @@
+"""Vault commands: init, tick, keeper, verify, undo, health."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from brain.commands._common import (
+    EXIT_FAILED,
+    EXIT_LOCKED,
+    BrainError,
+    FeedOpt,
+    NowOpt,
+    UsageError,
+    VaultOpt,
+    log,
+    require_vault,
+    resolve_now,
+    run,
+    settings_from,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.command("tick")(tick)
+    app.command("keeper")(keeper)
+    app.command("verify")(verify)
+    app.command("undo")(undo)
+    app.command("health")(health)
+
+
+def init(vault: Path = VaultOpt, now: str = NowOpt) -> None:
+    """Create the compartment folders and .brain/ (idempotent; never overwrites a file).
+
+    Example: brain init --vault ~/vault
+    """
+
+    def body() -> int:
+        from brain.core.vocab import COMPARTMENTS
+
+        s = settings_from(vault=vault, now=now)
+        root = require_vault(s, must_exist=False)
+        if root.exists() and not root.is_dir():
+            raise UsageError("vault is not a folder", path=root)
+        created = []
+        for rel in (*COMPARTMENTS, ".brain"):
+            folder = root / rel
+            if not folder.is_dir():
+                folder.mkdir(parents=True, exist_ok=True)
+                created.append(rel)
+        log(f"vault ready at {root} ({len(created)} folders created)")
+        print(json.dumps({"vault": str(root), "created": created}))
+        return 0
+
+    run(body)
+
+
+def _print_summary(report: dict[str, Any]) -> None:
+    st, ch = report["stats"], report["changes"]
+    log(
+        f"tick {report['tick_id']}{' (dry run)' if report['dry_run'] else ''}: {st.get('arcs', 0)} arcs, "
+        f"{st.get('promoted', 0)} promoted, {st.get('demoted', 0)} demoted, {st.get('graduated', 0)} graduated, "
+        f"{st.get('heat_changed', 0)} heat changes, {len(ch['written'])} written, {len(ch['moved'])} moved, "
+        f"{st.get('signals_active', 0)} open signals, feed {st.get('feed_tokens', 0)} tokens"
+    )
+    for problem in report["problems"][:20]:
+        where = f"{problem['path']}:{problem['line']}" if problem["line"] else problem["path"]
+        log(f"  problem: {where}: {problem['message']}")
+    if len(report["problems"]) > 20:
+        log(f"  … {len(report['problems']) - 20} more problems (use --json)")
+    for item in report["rejected"][:10]:
+        log(f"  rejected {item.get('kind')}: {item.get('reason')}")
+
+
+def _tick(vault: Path | None, brain_feed: Path | None, now: str | None, *, no_ai: bool, dry_run: bool,
+          as_json: bool, llm_url: str | None = None, model: str | None = None, keeper_only: bool = False) -> int:
+    from brain.io.writer import LockHeld
+    from brain.pipeline.tick import run_tick
+
+    s = settings_from(vault=vault, brain_feed=brain_feed, now=now, llm_url=llm_url, llm_model=model)
+    require_vault(s)
+    instant = resolve_now(s)
+    ai_phase = None
+    skip = "--no-ai" if no_ai else None
+    if not no_ai and not keeper_only:
+        ai_phase, skip = _ai_phase(s)
+        if ai_phase is None:
+            log(f"AI phases skipped: {skip}")
+    try:
+        report = run_tick(s, instant, no_ai=no_ai, dry_run=dry_run, ai_phase=ai_phase, ai_skip_reason=skip,
+                          keeper_only=keeper_only)
+    except LockHeld as exc:
+        raise BrainError("vault is locked", f"held by {exc.holder}", path=exc.path, exit_code=EXIT_LOCKED) from None
+    data = report.as_dict()
+    if keeper_only:
+        for name in ("prompt", "llm", "apply"):
+            data["phases"].pop(name, None)
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _print_summary(data)
+    return report.exit_code
+
+
+def _ai_phase(s: Any) -> tuple[Any, str | None]:
+    if not s.llm_url:
+        return None, "no LLM configured (set BRAIN_LLM_URL or --llm-url); running as --no-ai"
+    try:
+        from brain.pipeline.ai import make_ai_phase
+    except ModuleNotFoundError as exc:
+        if exc.name != "brain.pipeline.ai":
+            raise
+        return None, "the AI layer is not installed in this build"
+    phase = make_ai_phase(s)
+    return phase, None
+
+
+def tick(
+    vault: Path = VaultOpt,
+    brain_feed: Path = FeedOpt,
+    no_ai: bool = typer.Option(False, "--no-ai", help="Deterministic phases only (no LLM call, no cost)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and report; write nothing at all."),
+    as_json: bool = typer.Option(False, "--json", help="Print the tick report as JSON on stdout."),
+    now: str = NowOpt,
+    llm_url: str = typer.Option(None, "--llm-url", help="LLM base URL [env: BRAIN_LLM_URL]."),
+    model: str = typer.Option(None, "--model", help="LLM model name [env: BRAIN_LLM_MODEL]."),
+) -> None:
+    """Run a tick: keeper, prompt, LLM, apply, verify.
+
+    Example: brain tick --vault ~/vault --no-ai --json
+    """
+    run(lambda: _tick(vault, brain_feed, now, no_ai=no_ai, dry_run=dry_run, as_json=as_json, llm_url=llm_url,
+                      model=model))
+
+
+def keeper(
+    vault: Path = VaultOpt,
+    brain_feed: Path = FeedOpt,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and report; write nothing at all."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    now: str = NowOpt,
+) -> None:
+    """Phase 1 only: heat, promote/demote/graduate, brain-feed, dashboards.
+
+    Example: brain keeper --vault ~/vault --dry-run
+    """
+    run(lambda: _tick(vault, brain_feed, now, no_ai=True, dry_run=dry_run, as_json=as_json, keeper_only=True))
+
+
+def verify(
+    vault: Path = VaultOpt,
+    brain_feed: Path = FeedOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print the failures as JSON on stdout."),
+    now: str = NowOpt,
+) -> None:
+    """Phase 5 only: check the vault invariants; exit 1 when one fails.
+
+    Example: brain verify --vault ~/vault
+    """
+
+    def body() -> int:
+        from brain.io.writer import ApplyResult
+        from brain.pipeline.tick import verify_vault
+
+        s = settings_from(vault=vault, brain_feed=brain_feed, now=now)
+        root = require_vault(s)
+        failures = verify_vault(s, resolve_now(s), root, s.feed_dir, ApplyResult(), dry_run=True)
+        if as_json:
+            print(json.dumps({"ok": not failures, "failures": [f.as_dict() for f in failures]}, indent=2))
+        for failure in failures:
+            log(f"FAIL {failure.path}: {failure.message}")
+        if not failures:
+            log("verify: all invariants hold")
+        return EXIT_FAILED if failures else 0
+
+    run(body)
+
+
+def undo(
+    vault: Path = VaultOpt,
+    tick_id: str = typer.Option(None, "--tick", help="Tick id to undo (default: the latest complete tick)."),
+    force: bool = typer.Option(False, "--force", help="Restore even files edited since the tick."),
+    now: str = NowOpt,
+) -> None:
+    """Restore the files a tick changed from its journal.
+
+    Example: brain undo --vault ~/vault --tick 20261121T120700Z-tick
+    """
+
+    def body() -> int:
+        from brain.io import writer
+
+        s = settings_from(vault=vault, now=now)
+        root = require_vault(s)
+        entries = [m for m in writer.journals(root) if m.get("state") == "complete"]
+        if tick_id is None:
+            if not entries:
+                raise BrainError("nothing to undo", "no complete tick journal", path=root / writer.JOURNAL_DIR)
+            target = entries[-1]["tick_id"]
+        else:
+            target = tick_id
+            if not (root / writer.JOURNAL_DIR / target / "manifest.json").is_file():
+                raise UsageError("unknown tick", f"no journal {target}", path=root / writer.JOURNAL_DIR)
+        try:
+            with writer.vault_lock(root, "undo"):
+                result = writer.undo(root, target, force=force)
+        except writer.LockHeld as exc:
+            raise BrainError("vault is locked", f"held by {exc.holder}", path=exc.path,
+                             exit_code=EXIT_LOCKED) from None
+        print(json.dumps({"tick_id": target, "restored": result.restored, "conflicts": result.conflicts,
+                          "done": result.done}))
+        if not result.done:
+            raise BrainError(
+                f"refusing to undo {target}",
+                f"{len(result.conflicts)} files were edited since: {', '.join(result.conflicts[:5])}; use --force",
+                path=root,
+            )
+        log(f"undid {target}: {len(result.restored)} files restored")
+        return 0
+
+    run(body)
+
+
+def health(
+    vault: Path = VaultOpt,
+    brain_feed: Path = FeedOpt,
+    svg: Path = typer.Option(None, "--svg", help="Also draw the trend as an SVG chart into this file."),
+    last: int = typer.Option(30, "--last", help="Show the last N ticks."),
+) -> None:
+    """Show the health trend recorded by every tick (brain-feed/health.jsonl).
+
+    Example: brain health --vault ~/vault --svg health.svg
+    """
+
+    def body() -> int:
+        from brain.core.health import read_rows, render_svg, render_table
+
+        s = settings_from(vault=vault, brain_feed=brain_feed)
+        require_vault(s)
+        path = s.feed_dir / "health.jsonl"
+        rows, bad = read_rows(path)
+        for line in bad:
+            log(f"problem: {path}:{line}: not a JSON health row; skipped")
+        if not rows:
+            log(f"no health rows yet in {path}")
+            return 0
+        sys.stdout.write(render_table(rows[-last:]))
+        if svg is not None:
+            from brain.io.atomic import atomic_write
+
+            atomic_write(svg, render_svg(rows[-last:]).encode("utf-8"))
+            log(f"chart written to {svg}")
+        return 0
+
+    run(body)

@@ -1,0 +1,192 @@
+"""Phase 1 decisions (SPEC §7): heat, promote / demote / graduate, signal tombstones.
+
+Pure: takes the scanned notes and ``now``, returns one :class:`ArcDecision` per arc. Every
+move is decided before any file is touched, and an arc gets at most one move per tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from brain.core import frontmatter, markers
+from brain.core.heat import HeatInputs, compute, inactive_days, inputs_of
+from brain.core.markers import Marker
+from brain.core.model import Note
+from brain.core.timeutil import parse_instant
+from brain.core.vocab import (
+    CONSCIOUS,
+    DEFAULT_GRADUATION_FOLDER,
+    GRADUATION_FOLDERS,
+    MANAGED_ROOTS,
+    UNCONSCIOUS,
+)
+from brain.settings import Settings
+
+GRADUATED_ROOTS = ("left/", "right/", "pineal/")
+
+
+@dataclass(frozen=True)
+class ArcDecision:
+    note: Note
+    heat: int
+    status: str  # the status after this tick
+    path: str  # where the arc lives after this tick
+    move: str | None = None  # "promoted" | "demoted" | "graduated"
+    drop_signals: tuple[Marker, ...] = ()
+
+    @property
+    def cluster_id(self) -> str:
+        assert self.note.arc is not None
+        return self.note.arc.cluster_id
+
+    @property
+    def changes_file(self) -> bool:
+        arc = self.note.arc
+        assert arc is not None
+        return (
+            self.path != self.note.path
+            or arc.heat != self.heat
+            or arc.status != self.status
+            or bool(self.drop_signals)
+        )
+
+
+@dataclass
+class KeeperDecisions:
+    arcs: dict[str, ArcDecision] = field(default_factory=dict)  # cluster_id -> decision
+    duplicates: dict[str, list[str]] = field(default_factory=dict)  # cluster_id -> paths
+
+    def changed(self) -> list[ArcDecision]:
+        return [d for d in self.arcs.values() if d.changes_file]
+
+    def count(self, move: str) -> int:
+        return sum(1 for d in self.arcs.values() if d.move == move)
+
+    @property
+    def heat_changed(self) -> int:
+        return sum(1 for d in self.arcs.values() if d.note.arc is not None and d.note.arc.heat != d.heat)
+
+
+def top_folder(path: str) -> str:
+    return path.split("/", 1)[0] if "/" in path else ""
+
+
+def is_managed(path: str) -> bool:
+    """Arcs under the brain's compartments move; arcs the operator filed elsewhere stay put."""
+    return top_folder(path) in MANAGED_ROOTS
+
+
+def in_conscious(path: str) -> bool:
+    return path.startswith(CONSCIOUS + "/")
+
+
+def graduation_folder(region: str) -> str:
+    return GRADUATION_FOLDERS.get(region, DEFAULT_GRADUATION_FOLDER)
+
+
+def file_name(cluster_id: str) -> str:
+    return f"{cluster_id}.md"
+
+
+def is_tombstoned_signal(marker: Marker, now: datetime) -> bool:
+    """A cleared signal (``severity=resolved`` + ``(CLEARED:``) whose clearing tick has passed."""
+    if marker.type != "signal" or marker.attr("severity") != "resolved" or "(CLEARED:" not in (marker.content or ""):
+        return False
+    cleared_at = parse_instant(marker.attr("cleared_at"))
+    return cleared_at is None or cleared_at < now
+
+
+def decide(notes: Iterable[Note], now: datetime, s: Settings) -> KeeperDecisions:
+    by_id: dict[str, list[Note]] = {}
+    for note in notes:
+        if note.arc is not None:
+            by_id.setdefault(note.arc.cluster_id, []).append(note)
+    out = KeeperDecisions()
+    live: list[tuple[Note, int, HeatInputs]] = []
+    for cluster_id, group in by_id.items():
+        if len(group) > 1:
+            out.duplicates[cluster_id] = sorted(n.path for n in group)
+            continue
+        note = group[0]
+        arc = note.arc
+        assert arc is not None
+        if top_folder(note.path) == "amygdala":
+            continue  # alarm files belong to the amygdala consumer
+        if arc.is_tombstone:
+            out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, note.path)
+            continue
+        inputs = inputs_of(note)
+        live.append((note, compute(inputs, now, s), inputs))
+
+    # Conscious: hottest first, at most conscious_cap; arcs already there win ties (no churn).
+    contenders = [
+        (note, heat, inputs)
+        for note, heat, inputs in live
+        if is_managed(note.path)
+        and (heat >= s.promote_heat or (in_conscious(note.path) and heat >= s.demote_heat))
+    ]
+    contenders.sort(
+        key=lambda item: (
+            -item[1],
+            0 if in_conscious(item[0].path) else 1,
+            -item[2].last_active.timestamp(),
+            item[0].arc.cluster_id if item[0].arc else "",
+        )
+    )
+    chosen = {id(item[0]) for item in contenders[: max(0, s.conscious_cap)]}
+
+    for note, heat, inputs in live:
+        arc = note.arc
+        assert arc is not None
+        drops = tuple(m for m in note.markers if is_tombstoned_signal(m, now))
+        status, path, move = arc.status, note.path, None
+        name = file_name(arc.cluster_id)
+        if is_managed(note.path):
+            already_graduated = arc.status == "graduated" and note.path.startswith(GRADUATED_ROOTS)
+            if (
+                not already_graduated
+                and id(note) not in chosen
+                and heat <= s.graduate_heat
+                and inactive_days(inputs, now) > s.graduate_days
+            ):
+                status, move = "graduated", "graduated"
+                path = f"{graduation_folder(arc.region)}/{name}"
+                heat = compute(_with_status(inputs, status), now, s)
+            elif id(note) in chosen and not in_conscious(note.path):
+                path, move = f"{CONSCIOUS}/{name}", "promoted"
+            elif id(note) not in chosen and in_conscious(note.path):
+                path, move = f"{UNCONSCIOUS}/{name}", "demoted"
+        out.arcs[arc.cluster_id] = ArcDecision(note, heat, status, path, move, drops)
+    return out
+
+
+def _with_status(inputs: HeatInputs, status: str) -> HeatInputs:
+    return HeatInputs(
+        inputs.last_active, inputs.sessions, inputs.tool_calls, status, inputs.joy, inputs.open_alarm, inputs.hot_floor
+    )
+
+
+def render(text: str, decision: ArcDecision) -> str:
+    """The arc's new text: heat/status lines edited in place, tombstoned signals removed."""
+    document = frontmatter.split(text)
+    assert document.frontmatter is not None
+    arc = decision.note.arc
+    assert arc is not None
+    updates: dict[str, object] = {}
+    if arc.heat != decision.heat:
+        updates["heat"] = decision.heat
+    if arc.status != decision.status:
+        updates["status"] = decision.status
+    body = text
+    if decision.drop_signals:
+        # Splice from the end so earlier offsets stay valid.
+        for marker in sorted(decision.drop_signals, key=lambda m: m.start, reverse=True):
+            body = markers.remove(body, marker)
+        document = frontmatter.split(body)
+        assert document.frontmatter is not None
+    if updates:
+        new_front = frontmatter.set_keys(document.frontmatter, updates)
+        document = frontmatter.Document(new_front, document.body, document.newline)
+    return document.render()

@@ -1,0 +1,188 @@
+"""The one scanner: walks the vault, parses notes, keeps a parse cache in ``.brain/``.
+
+An unchanged file (same size and mtime) is never read again: its parsed form comes from
+``.brain/cache.json``. The cache is rebuilt if missing or corrupt, and entries whose mtime
+is within :data:`RACY_SECONDS` of the scan are not trusted (an edit in the same clock
+tick would keep the size and mtime).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brain.core.model import Note, Problem, parse_note
+from brain.core.plan import Expect
+from brain.io.atomic import atomic_write
+
+CACHE_FILE = ".brain/cache.json"
+CACHE_VERSION = 3
+RACY_SECONDS = 2
+SKIPPED_DIRS = frozenset({".brain", ".obsidian", ".trash", ".git"})
+
+
+class ChangedError(Exception):
+    """The file on disk is no longer the one the scan parsed."""
+
+    def __init__(self, path: str):
+        super().__init__(f"{path} changed since the scan")
+        self.path = path
+
+
+@dataclass
+class ScanStats:
+    files: int = 0
+    parsed: int = 0
+    cached: int = 0
+    ms: float = 0.0
+
+
+@dataclass
+class Snapshot:
+    vault: Path
+    notes: dict[str, Note]
+    problems: list[Problem] = field(default_factory=list)
+    stats: ScanStats = field(default_factory=ScanStats)
+
+    @property
+    def arcs(self) -> list[Note]:
+        return [n for n in self.notes.values() if n.arc is not None]
+
+    def arcs_by_id(self) -> dict[str, list[Note]]:
+        grouped: dict[str, list[Note]] = defaultdict(list)
+        for note in self.notes.values():
+            if note.arc is not None:
+                grouped[note.arc.cluster_id].append(note)
+        return grouped
+
+    def unique_arcs(self) -> dict[str, Note]:
+        """cluster_id -> note, for ids held by exactly one file (duplicates are verify problems)."""
+        return {cid: notes[0] for cid, notes in self.arcs_by_id().items() if len(notes) == 1}
+
+
+def expect_of(note: Note) -> Expect:
+    return Expect(note.size, note.mtime_ns, note.sha1)
+
+
+def _load_cache(vault: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads((vault / CACHE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict) or raw.get("version") != CACHE_VERSION or not isinstance(raw.get("notes"), dict):
+        return {}
+    notes: dict[str, Any] = raw["notes"]
+    return notes
+
+
+def walk(vault: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, os.stat_result]]:
+    """Every ``*.md`` file (vault-relative POSIX path, stat), dot-folders and symlinks excluded.
+
+    ``skip`` holds vault-relative folders to leave out (the brain-feed folder).
+    """
+    found: list[tuple[str, os.stat_result]] = []
+    stack = [(str(vault), "")]
+    while stack:
+        folder, rel = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith(".") or entry.is_symlink():
+                    continue  # dot-folders are hidden; symlinks are never followed
+                child = f"{rel}{name}"
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if name not in SKIPPED_DIRS and child not in skip:
+                            stack.append((entry.path, child + "/"))
+                    elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                        found.append((child, entry.stat(follow_symlinks=False)))
+                except OSError:
+                    continue
+    return found
+
+
+def feed_skip(vault: Path, feed_dir: Path) -> frozenset[str]:
+    try:
+        rel = feed_dir.resolve().relative_to(vault.resolve())
+    except ValueError:
+        return frozenset()
+    return frozenset({rel.as_posix()})
+
+
+def scan(vault: Path, *, feed_dir: Path, max_note_bytes: int, write_cache: bool) -> Snapshot:
+    started = time.perf_counter()
+    cache = _load_cache(vault)
+    racy_after = time.time_ns() - RACY_SECONDS * 1_000_000_000
+    notes: dict[str, Note] = {}
+    fresh: dict[str, Any] = {}
+    stats = ScanStats()
+    dirty = False
+    for rel, st in walk(vault, feed_skip(vault, feed_dir)):
+        stats.files += 1
+        entry = cache.get(rel)
+        if (
+            entry is not None
+            and entry.get("size") == st.st_size
+            and entry.get("mtime_ns") == st.st_mtime_ns
+            and st.st_mtime_ns < racy_after
+        ):
+            try:
+                notes[rel] = Note.from_json(entry)
+                fresh[rel] = entry
+                stats.cached += 1
+                continue
+            except (KeyError, TypeError, ValueError):
+                pass
+        note = _parse_file(vault, rel, st, max_note_bytes)
+        stats.parsed += 1
+        notes[rel] = note
+        if note.mtime_ns < racy_after:
+            fresh[rel] = note.to_json()
+        dirty = True
+    if len(fresh) != len(cache):
+        dirty = True
+    problems = [p for note in notes.values() for p in note.problems]
+    if write_cache and dirty:
+        with contextlib.suppress(OSError):
+            atomic_write(
+                vault / CACHE_FILE,
+                json.dumps({"version": CACHE_VERSION, "notes": fresh}, separators=(",", ":")).encode(),
+            )
+    stats.ms = (time.perf_counter() - started) * 1000
+    return Snapshot(vault, notes, problems, stats)
+
+
+def _parse_file(vault: Path, rel: str, st: os.stat_result, max_note_bytes: int) -> Note:
+    if st.st_size > max_note_bytes:
+        problem = Problem(rel, None, f"too large to parse ({st.st_size} bytes > {max_note_bytes}); file left as it is")
+        return Note(rel, st.st_size, st.st_mtime_ns, "", problems=(problem,), parsed=False)
+    try:
+        data = (vault / rel).read_bytes()
+    except OSError as exc:
+        return Note(rel, st.st_size, st.st_mtime_ns, "", problems=(Problem(rel, None, f"unreadable: {exc}"),),
+                    parsed=False)
+    sha1 = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    # The stat may be older than the read; use the read's size so expectations stay honest.
+    return parse_note(rel, data, size=len(data), mtime_ns=st.st_mtime_ns, sha1=sha1)
+
+
+def read_current(vault: Path, note: Note) -> str:
+    """The file's text, guaranteed to be the text the scan parsed."""
+    try:
+        data = (vault / note.path).read_bytes()
+    except OSError:
+        raise ChangedError(note.path) from None
+    if len(data) != note.size or hashlib.sha1(data, usedforsecurity=False).hexdigest() != note.sha1:
+        raise ChangedError(note.path)
+    return data.decode("utf-8")

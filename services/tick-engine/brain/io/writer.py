@@ -1,0 +1,378 @@
+"""The one writer: executes plans atomically, journals before-images, holds the vault lock.
+
+Order of work for a plan (SPEC §9):
+
+1. resolve every operation against the disk; a file that changed since the scan is a
+   conflict: reported, not touched (the next tick takes it up); no-ops are dropped;
+2. write the journal entry (``.brain/journal/<tick_id>/``: manifest + before-image blobs),
+   fsynced, state ``pending``;
+3. execute: each file via temp file + fsync + rename; a move is one ``rename``;
+4. mark the journal ``complete``.
+
+A tick killed anywhere leaves every file either as it was or as it should be. A journal
+left ``pending`` is rolled back by the next tick (:func:`recover`) before it scans, and
+``brain undo`` restores any complete journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from brain.core.model import Problem
+from brain.core.plan import DeleteFile, Expect, MoveFile, Plan, WriteFile
+from brain.core.timeutil import iso, wall_clock
+from brain.io.atomic import ConfinementError, atomic_write, confined, fsync_dir
+
+STATE_DIR = ".brain"
+JOURNAL_DIR = f"{STATE_DIR}/journal"
+
+
+def sha1_bytes(data: bytes) -> str:
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+
+
+class LockHeld(Exception):
+    def __init__(self, path: Path, holder: str):
+        super().__init__(f"another brain process holds the vault lock ({path}): {holder}")
+        self.path = path
+        self.holder = holder
+
+
+@contextlib.contextmanager
+def vault_lock(vault: Path, command: str) -> Iterator[None]:
+    """``flock`` on ``.brain/lock``: released by the OS when the process dies, never stale."""
+    state = vault / STATE_DIR
+    state.mkdir(exist_ok=True)
+    path = state / "lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raw = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            try:
+                info = json.loads(raw)
+                holder = f"{info.get('command')} pid {info.get('pid')} on {info.get('host')} since {info.get('started')}"
+            except (ValueError, AttributeError):
+                holder = raw or "unknown holder"
+            raise LockHeld(path, holder) from None
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "started": iso(wall_clock())}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class ApplyResult:
+    written: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    conflicts: set[str] = field(default_factory=set)
+
+    def merge(self, other: ApplyResult) -> None:
+        self.written += other.written
+        self.moved += other.moved
+        self.deleted += other.deleted
+        self.problems += other.problems
+        self.conflicts |= other.conflicts
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.written or self.moved or self.deleted)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _matches(path: Path, expect: Expect, data: bytes | None) -> bool:
+    if data is None:
+        return False
+    if len(data) != expect.size:
+        return False
+    return sha1_bytes(data) == expect.sha1
+
+
+class Journal:
+    """Before-images of one tick; several plans of one tick append to the same journal."""
+
+    def __init__(self, vault: Path, tick_id: str, now: datetime):
+        self.vault = vault
+        self.tick_id = tick_id
+        self.root = vault / JOURNAL_DIR / tick_id
+        self.manifest: dict[str, Any] = {"tick_id": tick_id, "now": iso(now), "state": "pending", "ops": []}
+        self.opened = False
+
+    def _save(self) -> None:
+        atomic_write(self.root / "manifest.json", json.dumps(self.manifest, indent=1).encode())
+
+    def blob(self, data: bytes) -> str:
+        digest = sha1_bytes(data)
+        target = self.root / "blobs" / digest
+        if not target.exists():
+            atomic_write(target, data)
+        return digest
+
+    def record(self, ops: list[dict[str, Any]]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.manifest["state"] = "pending"
+        self.manifest["ops"].extend(ops)
+        self._save()
+        self.opened = True
+
+    def complete(self) -> None:
+        if self.opened:
+            self.manifest["state"] = "complete"
+            self._save()
+
+
+@dataclass
+class _Resolved:
+    op: WriteFile | MoveFile | DeleteFile
+    before: bytes | None
+    after: bytes | None
+
+
+def apply_plan(
+    vault: Path,
+    plan: Plan,
+    *,
+    journal: Journal | None,
+    dry_run: bool,
+) -> ApplyResult:
+    """Execute ``plan`` (or, with ``dry_run``, only work out what it would change)."""
+    result = ApplyResult()
+    resolved: list[_Resolved] = []
+    for op in plan.operations:
+        try:
+            item = _resolve(vault, op, result)
+        except ConfinementError as exc:
+            path = op.src if isinstance(op, MoveFile) else op.path
+            result.problems.append(Problem(path, None, f"refused: {exc}"))
+            continue
+        if item is not None:
+            resolved.append(item)
+    if dry_run or not resolved:
+        for item in resolved:
+            _note_result(item.op, result)
+        return result
+    if journal is not None:
+        entries = []
+        for item in resolved:
+            op = item.op
+            entry: dict[str, Any] = {
+                "op": "move" if isinstance(op, MoveFile) else "delete" if isinstance(op, DeleteFile) else "write",
+                "path": op.src if isinstance(op, MoveFile) else op.path,
+                "before": journal.blob(item.before) if item.before is not None else None,
+                "after": sha1_bytes(item.after) if item.after is not None else None,
+            }
+            if isinstance(op, MoveFile):
+                entry["dst"] = op.dst
+            entries.append(entry)
+        journal.record(entries)
+    for item in resolved:
+        _execute(vault, item)
+        _note_result(item.op, result)
+    return result
+
+
+def _note_result(op: WriteFile | MoveFile | DeleteFile, result: ApplyResult) -> None:
+    if isinstance(op, MoveFile):
+        result.moved.append((op.src, op.dst))
+    elif isinstance(op, DeleteFile):
+        result.deleted.append(op.path)
+    else:
+        result.written.append(op.path)
+
+
+def _conflict(result: ApplyResult, path: str, why: str) -> None:
+    result.conflicts.add(path)
+    result.problems.append(Problem(path, None, f"{why}; left as it is, the next tick takes it up"))
+
+
+def _resolve(vault: Path, op: WriteFile | MoveFile | DeleteFile, result: ApplyResult) -> _Resolved | None:
+    if isinstance(op, MoveFile):
+        src, dst = confined(vault, op.src), confined(vault, op.dst)
+        current = _read(src)
+        if not _matches(src, op.expect, current):
+            _conflict(result, op.src, "changed since the scan")
+            return None
+        if dst.exists() or dst.is_symlink():
+            _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
+            return None
+        return _Resolved(op, current, op.content if op.content is not None else current)
+    path = confined(vault, op.path)
+    current = _read(path)
+    if isinstance(op, DeleteFile):
+        if current is None:
+            return None
+        if not op.owned and (op.expect is None or not _matches(path, op.expect, current)):
+            _conflict(result, op.path, "changed since the scan")
+            return None
+        return _Resolved(op, current, None)
+    if current == op.content:
+        return None
+    if not op.owned:
+        if op.expect is None and current is not None:
+            _conflict(result, op.path, "a file appeared here since the scan")
+            return None
+        if op.expect is not None and not _matches(path, op.expect, current):
+            _conflict(result, op.path, "changed since the scan")
+            return None
+    return _Resolved(op, current, op.content)
+
+
+def _execute(vault: Path, item: _Resolved) -> None:
+    op = item.op
+    if isinstance(op, MoveFile):
+        src, dst = vault / op.src, vault / op.dst
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(src, dst)  # atomic: the arc is never in two places, never in none
+        fsync_dir(dst.parent)
+        fsync_dir(src.parent)
+        if op.content is not None and op.content != item.before:
+            atomic_write(dst, op.content)
+    elif isinstance(op, DeleteFile):
+        (vault / op.path).unlink()
+        fsync_dir((vault / op.path).parent)
+    else:
+        atomic_write(vault / op.path, op.content)
+
+
+# --- recovery and undo -------------------------------------------------------------------
+
+
+@dataclass
+class UndoResult:
+    tick_id: str
+    restored: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    done: bool = False
+
+
+def journals(vault: Path) -> list[dict[str, Any]]:
+    """All journal manifests, oldest first (tick ids sort by time)."""
+    root = vault / JOURNAL_DIR
+    found: list[dict[str, Any]] = []
+    if not root.is_dir():
+        return found
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        try:
+            found.append(json.loads((entry / "manifest.json").read_text()))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _sha_of(path: Path) -> str | None:
+    data = _read(path)
+    return None if data is None else sha1_bytes(data)
+
+
+def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> UndoResult:
+    """Restore the before-images of ``tick_id``; refuse files edited since unless ``force``."""
+    root = vault / JOURNAL_DIR / tick_id
+    manifest = json.loads((root / "manifest.json").read_text())
+    result = UndoResult(tick_id)
+    state: dict[str, str | None] = {}
+
+    def current(rel: str) -> str | None:
+        if rel not in state:
+            state[rel] = _sha_of(vault / rel)
+        return state[rel]
+
+    for op in reversed(manifest["ops"]):
+        if op["op"] == "move":
+            at_dst, at_src = current(op["dst"]), current(op["path"])
+            if at_dst is None and at_src == op["before"]:
+                continue  # never happened
+            if at_dst not in (op["after"], op["before"]) or at_src is not None:
+                result.conflicts.append(op["dst"])
+            state[op["dst"]], state[op["path"]] = None, op["before"]
+        else:
+            now_sha = current(op["path"])
+            if now_sha == op["before"]:
+                continue
+            if now_sha != op["after"]:
+                result.conflicts.append(op["path"])
+            state[op["path"]] = op["before"]
+    if result.conflicts and not force:
+        return result
+    if dry_run:
+        result.done = True
+        return result
+    for op in reversed(manifest["ops"]):
+        before = None if op["before"] is None else (root / "blobs" / op["before"]).read_bytes()
+        if op["op"] == "move":
+            dst, src = vault / op["dst"], vault / op["path"]
+            if before is not None:
+                atomic_write(src, before)
+            with contextlib.suppress(FileNotFoundError):
+                dst.unlink()
+            result.restored.append(op["path"])
+        else:
+            path = vault / op["path"]
+            if before is None:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            elif _read(path) != before:
+                atomic_write(path, before)
+            result.restored.append(op["path"])
+    manifest["state"] = "undone"
+    atomic_write(root / "manifest.json", json.dumps(manifest, indent=1).encode())
+    result.done = True
+    return result
+
+
+def recover(vault: Path) -> list[UndoResult]:
+    """Roll back every journal a crashed process left ``pending`` (files edited since are kept)."""
+    results = []
+    for manifest in journals(vault):
+        if manifest.get("state") == "pending":
+            result = undo(vault, manifest["tick_id"], force=False)
+            if not result.done:
+                # Someone edited a file after the crash: keep their text, roll back the rest.
+                result = _undo_unconflicted(vault, manifest, result)
+            results.append(result)
+    return results
+
+
+def _undo_unconflicted(vault: Path, manifest: dict[str, Any], first: UndoResult) -> UndoResult:
+    keep = set(first.conflicts)
+    manifest["ops"] = [op for op in manifest["ops"] if op.get("dst", op["path"]) not in keep and op["path"] not in keep]
+    root = vault / JOURNAL_DIR / manifest["tick_id"]
+    atomic_write(root / "manifest.json", json.dumps(manifest, indent=1).encode())
+    result = undo(vault, manifest["tick_id"], force=True)
+    result.conflicts = first.conflicts
+    return result
+
+
+def prune_journals(vault: Path, keep: int) -> None:
+    root = vault / JOURNAL_DIR
+    if not root.is_dir():
+        return
+    entries = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name)
+    for entry in entries[: max(0, len(entries) - keep)]:
+        shutil.rmtree(entry, ignore_errors=True)
