@@ -101,7 +101,7 @@ class FeedFile:
             "severity": self.severity,
         }
         front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1_000_000)
-        lines = [f"---\n{front}---\n", self.header.rstrip("\n") + "\n"]
+        lines = [f"---\n{front}---\n", self.header + "\n"]
         if self.items:
             lines.extend(item.text.rstrip("\n") + "\n" for item in self.items)
         elif self.empty:
@@ -139,7 +139,7 @@ def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
 
 def hot_arcs(views: Iterable[ArcView], s: Settings, date: str) -> FeedFile:
     ranked = sorted(
-        (v for v in views if v.status not in ("merged", "split")),
+        (v for v in views if v.status not in ("merged", "split") and v.heat > 0),
         key=lambda v: (-v.heat, -v.last_active.timestamp(), v.cluster_id),
     )[: s.hot_arcs_limit]
     feed = FeedFile(

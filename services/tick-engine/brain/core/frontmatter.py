@@ -57,14 +57,18 @@ class Document:
     frontmatter: str | None
     body: str
     newline: str = "\n"
+    closing: str | None = None  # the closing line exactly as written; None means "---" + newline
+
+    @property
+    def _closing(self) -> str:
+        return self.closing if self.closing is not None else "---" + self.newline
 
     @property
     def body_offset(self) -> int:
         """Character offset of the body in the original text."""
         if self.frontmatter is None:
             return 0
-        nl = len(self.newline)
-        return 3 + nl + len(self.frontmatter) + 3 + nl
+        return 3 + len(self.newline) + len(self.frontmatter) + len(self._closing)
 
     @property
     def body_first_line(self) -> int:
@@ -76,7 +80,7 @@ class Document:
     def render(self) -> str:
         if self.frontmatter is None:
             return self.body
-        return f"---{self.newline}{self.frontmatter}---{self.newline}{self.body}"
+        return f"---{self.newline}{self.frontmatter}{self._closing}{self.body}"
 
 
 def split(text: str) -> Document:
@@ -94,9 +98,8 @@ def split(text: str) -> Document:
         line = text[pos:] if end == -1 else text[pos:end]
         if line.rstrip() in ("---", "..."):
             after = len(text) if end == -1 else end + len(newline)
-            if end == -1:  # closing line without a final newline: the body is empty
-                return Document(text[start:pos], "", newline)
-            return Document(text[start:pos], text[after:], newline)
+            closing = text[pos:after]
+            return Document(text[start:pos], text[after:], newline, None if closing == "---" + newline else closing)
         if end == -1:
             raise FrontmatterError("frontmatter has no closing '---' line", line=1)
         pos = end + len(newline)

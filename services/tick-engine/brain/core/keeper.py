@@ -6,6 +6,7 @@ move is decided before any file is touched, and an arc gets at most one move per
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -188,5 +189,5 @@ def render(text: str, decision: ArcDecision) -> str:
         assert document.frontmatter is not None
     if updates:
         new_front = frontmatter.set_keys(document.frontmatter, updates)
-        document = frontmatter.Document(new_front, document.body, document.newline)
+        document = dataclasses.replace(document, frontmatter=new_front)
     return document.render()

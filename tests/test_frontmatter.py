@@ -1,0 +1,98 @@
+"""Frontmatter: strict parsing and byte-stable edits."""
+
+from __future__ import annotations
+
+import frontmatter as python_frontmatter
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brain.core import frontmatter as fm
+
+ORIGINAL = """cluster_id: 2026-04-09-litellm-mcp-abc123def456 # deterministic id
+title: "LiteLLM: MCP self-service"
+region: left-hemisphere
+status: complete
+heat: 9
+created: 2026-04-09T10:00:00Z
+flag: yes
+custom:
+  nested: [1, 2]
+source_sessions:
+- 7d031027
+- a69e27d7
+"""
+
+
+def test_dates_and_yes_stay_strings() -> None:
+    meta = fm.load(ORIGINAL)
+    assert meta["created"] == "2026-04-09T10:00:00Z" and meta["flag"] == "yes"
+    assert meta["heat"] == 9 and meta["custom"] == {"nested": [1, 2]}
+
+
+def test_set_keys_touches_only_the_changed_lines() -> None:
+    out = fm.set_keys(ORIGINAL, {"heat": 4})
+    assert out == ORIGINAL.replace("heat: 9", "heat: 4")
+
+
+def test_set_keys_with_nothing_changed_returns_the_same_text() -> None:
+    assert fm.set_keys(ORIGINAL, {"heat": 9, "status": "complete"}) is ORIGINAL
+
+
+def test_list_values_are_replaced_and_new_keys_appended() -> None:
+    out = fm.set_keys(ORIGINAL, {"source_sessions": ["7d031027", "a69e27d7", "ffff"], "summary": "yes: quoted?"})
+    meta = fm.load(out)
+    assert meta["source_sessions"] == ["7d031027", "a69e27d7", "ffff"] and meta["summary"] == "yes: quoted?"
+    assert out.startswith(ORIGINAL.split("source_sessions:")[0])  # everything before is byte-identical
+
+
+def test_strings_that_need_quoting_are_quoted() -> None:
+    text = fm.dump({"a": "2026-01-01", "b": "yes", "c": "x: y", "d": "#no", "e": "007"})
+    assert fm.load(text) == {"a": "2026-01-01", "b": "yes", "c": "x: y", "d": "#no", "e": "007"}
+
+
+def test_split_and_render_round_trip_byte_for_byte() -> None:
+    for text in (f"---\n{ORIGINAL}---\nbody\n", "no frontmatter\n", f"---\r\n{ORIGINAL.replace(chr(10), chr(13) + chr(10))}---\r\nb",
+                 "---\na: 1\n---", "---\n---\nbody"):
+        assert fm.split(text).render() == text
+
+
+def test_unterminated_frontmatter_and_bad_yaml_report_a_line() -> None:
+    with pytest.raises(fm.FrontmatterError):
+        fm.split("---\na: 1\nno end\n")
+    with pytest.raises(fm.FrontmatterError) as info:
+        fm.load("a: 1\nb: [unclosed\n")
+    assert info.value.line is not None
+    with pytest.raises(fm.FrontmatterError):
+        fm.load("- just\n- a list\n")
+
+
+_scalar = st.one_of(
+    st.integers(-10**6, 10**6),
+    st.booleans(),
+    st.none(),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=20),
+)
+_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.from_regex(r"[a-z][a-z_]{0,6}", fullmatch=True), inner, max_size=3), max_leaves=6)
+_mapping = st.dictionaries(st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True), _value, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_mapping)
+def test_dump_load_round_trip_and_an_independent_parser_agrees(mapping: dict) -> None:
+    text = fm.dump(mapping)
+    assert fm.load(text) == mapping
+    post = python_frontmatter.loads(f"---\n{text}---\nbody\n")
+    assert dict(post.metadata) == mapping
+
+
+@settings(max_examples=150, deadline=None)
+@given(_mapping, _mapping)
+def test_set_keys_gives_exactly_the_updated_mapping(base: dict, updates: dict) -> None:
+    text = fm.dump(base)
+    out = fm.set_keys(text, updates)
+    assert fm.load(out) == {**base, **updates}
+    untouched = [k for k in base if k not in updates]
+    for key in untouched:  # untouched keys keep their bytes
+        assert fm.dump_key(key, base[key]) in out

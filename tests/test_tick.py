@@ -1,0 +1,296 @@
+"""`brain tick --no-ai` end to end on tmp vaults: moves, feed, invariants, bad input (SPEC §7, §9)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from brain.core import frontmatter
+from tests.support.vaults import NOW, arc_text, run_tick_json, tree_digest, write_arc
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def build_golden_vault(vault: Path) -> None:
+    """A small vault exercising every feed rule; its feed is compared with tests/golden/."""
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-auth-broker-outage-0123456789ab",
+              title="Auth broker outage | ban rate", sessions=["a", "b", "c"], tool_calls=1200,
+              last_active="2026-11-21T09:00:00Z",
+              body="<!-- @signal severity=critical source=auth-broker -->\nBan rate climbing since 08:00.\n<!-- @/signal -->\n"
+                   "<!-- @lesson -->\nAlways write LITELLM_KEY unconditionally.\n<!-- @/lesson -->\n")
+    write_arc(vault, "clusters/2026-11-19", "2026-11-19-feed-budget-work-0123456789ac",
+              title="Feed budget work", status="active", sessions=["d"], tool_calls=60,
+              last_active="2026-11-20T18:00:00Z",
+              body="<!-- @inject target=claude.md -->\nBrain MVP is the top priority.\n<!-- @/inject -->\n"
+                   "<!-- @signal severity=warning source=nfs -->\nNFS latency spikes.\n<!-- @/signal -->\n")
+    write_arc(vault, "frontal-lobe/conscious", "2026-11-01-old-hot-arc-0123456789ad", title="Old hot arc",
+              status="complete", sessions=["e"], created="2026-11-01T10:00:00Z", last_active="2026-11-10T10:00:00Z",
+              heat=8)
+    write_arc(vault, "clusters/2026-10-01", "2026-10-01-forgotten-idea-0123456789ae", title="Forgotten idea",
+              region="right-hemisphere", status="complete", sessions=["f"], created="2026-10-01T10:00:00Z",
+              last_active="2026-10-01T12:00:00Z", heat=2,
+              body="<!-- @inject target=all -->\nExpired inject.\n<!-- @/inject -->\n")
+    write_arc(vault, "clusters/2026-11-18", "2026-11-18-cleared-signal-0123456789af", title="Cleared signal arc",
+              status="resolved", sessions=["g"], created="2026-11-18T10:00:00Z", last_active="2026-11-18T12:00:00Z",
+              body="<!-- @signal severity=resolved source=db cleared_at=2026-11-20T00:00:00Z -->\n"
+                   "DB failover. (CLEARED: replica promoted)\n<!-- @/signal -->\n\nOperator text stays.\n")
+    (vault / "daily").mkdir(exist_ok=True)
+    (vault / "daily" / "2026-11-21.md").write_text(
+        "# Daily\n<!-- @signal severity=info source=standup -->\nStandup moved.\n<!-- @/signal -->\n")
+
+
+def test_golden_feed_and_moves(vault: Path) -> None:
+    build_golden_vault(vault)
+    code, report = run_tick_json(vault)
+    assert code == 0, report
+    moved = {tuple(pair) for pair in report["changes"]["moved"]}
+    assert ("clusters/2026-11-20/2026-11-20-auth-broker-outage-0123456789ab.md",
+            "frontal-lobe/conscious/2026-11-20-auth-broker-outage-0123456789ab.md") in moved
+    assert ("frontal-lobe/conscious/2026-11-01-old-hot-arc-0123456789ad.md",
+            "frontal-lobe/unconscious/2026-11-01-old-hot-arc-0123456789ad.md") in moved
+    assert ("clusters/2026-10-01/2026-10-01-forgotten-idea-0123456789ae.md",
+            "right/ideas/2026-10-01-forgotten-idea-0123456789ae.md") in moved
+    graduated = (vault / "right/ideas/2026-10-01-forgotten-idea-0123456789ae.md").read_text()
+    assert "status: graduated" in graduated
+    cleared = (vault / "clusters/2026-11-18/2026-11-18-cleared-signal-0123456789af.md").read_text()
+    assert "@signal" not in cleared and "Operator text stays." in cleared
+    for name in ("hot-arcs.md", "signals.md", "inject.md", "last-tick-diff.md"):
+        actual = (vault / "brain-feed" / name).read_text()
+        golden = GOLDEN / "feed" / name
+        if os.environ.get("UPDATE_GOLDEN"):
+            golden.parent.mkdir(parents=True, exist_ok=True)
+            golden.write_text(actual)
+        assert actual == golden.read_text(), f"{name} differs from {golden} (make golden to refresh after review)"
+    dashboard = (vault / "clusters/2026-11-20/_dashboard.md").read_text()
+    assert "[[2026-11-20-auth-broker-outage-0123456789ab]]" in dashboard and "frontal-lobe/conscious" in dashboard
+    oct_dash = (vault / "clusters/2026-10-01/_dashboard.md").read_text()
+    assert "right/ideas" in oct_dash  # listed wherever it lives now
+    assert report["stats"]["promoted"] == 2 and report["stats"]["graduated"] == 1
+    assert report["stats"]["lessons"] == 1 and report["stats"]["signals_active"] == 3
+
+
+def test_feed_files_have_the_adapter_frontmatter(vault: Path) -> None:
+    build_golden_vault(vault)
+    run_tick_json(vault)
+    for name, priority in (("hot-arcs.md", 10), ("inject.md", 9), ("signals.md", 8), ("last-tick-diff.md", 5)):
+        doc = frontmatter.split((vault / "brain-feed" / name).read_text())
+        meta = frontmatter.load(doc.frontmatter or "")
+        assert set(meta) == {"id", "title", "priority", "ttl", "severity"}
+        assert meta["priority"] == priority and meta["ttl"] == 7200
+    signals = frontmatter.load(frontmatter.split((vault / "brain-feed/signals.md").read_text()).frontmatter or "")
+    assert signals["severity"] == "critical"
+
+
+def test_second_tick_at_the_same_now_changes_nothing(vault: Path) -> None:
+    build_golden_vault(vault)
+    run_tick_json(vault)
+    before = tree_digest(vault, include_state=False)
+    code, report = run_tick_json(vault)
+    assert code == 0
+    assert report["changes"] == {"written": [], "moved": [], "deleted": []}
+    after = tree_digest(vault, include_state=False)
+    after.pop("brain-feed/health.jsonl"), before.pop("brain-feed/health.jsonl")
+    assert after == before
+
+
+def test_dry_run_writes_nothing_at_all(vault: Path) -> None:
+    build_golden_vault(vault)
+    before = tree_digest(vault)
+    code, report = run_tick_json(vault, "--dry-run")
+    assert code == 0 and report["dry_run"] is True
+    assert report["changes"]["moved"]  # it does plan the moves
+    assert tree_digest(vault) == before
+    assert not (vault / ".brain").exists() or not any((vault / ".brain").iterdir())
+
+
+def test_conscious_cap_keeps_the_hottest(vault: Path) -> None:
+    for i in range(25):
+        write_arc(vault, "clusters/2026-11-21", f"2026-11-21-hot-{i:02d}-0123456789{i:02d}",
+                  sessions=[f"s{i}-{k}" for k in range(3)], tool_calls=60 + i * 100, last_active="2026-11-21T11:00:00Z")
+    code, report = run_tick_json(vault)
+    assert code == 0
+    conscious = sorted(p.name for p in (vault / "frontal-lobe/conscious").glob("*.md"))
+    assert len(conscious) == 20 and report["stats"]["conscious"] == 20
+    # the five with the fewest tool calls (lowest heat) stay behind
+    assert all(f"hot-{i:02d}" not in " ".join(conscious) for i in range(2))
+
+
+def test_one_file_per_arc_duplicates_are_reported_never_deleted(vault: Path) -> None:
+    a = write_arc(vault, "clusters/2026-11-21", "2026-11-21-dup-0123456789ab", sessions=["a", "b", "c"],
+                  tool_calls=2000, last_active="2026-11-21T11:00:00Z")
+    b = vault / "left/projects/2026-11-21-dup-0123456789ab.md"
+    b.write_bytes(a.read_bytes())
+    code, report = run_tick_json(vault)
+    assert code == 1  # verify fails: one file per arc
+    assert a.exists() and b.exists()
+    assert any("held by 2 files" in p["message"] for p in report["problems"])
+
+
+def test_bad_files_are_reported_and_left_byte_for_byte(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-good-0123456789ab", sessions=["a", "b", "c"],
+              tool_calls=500, last_active="2026-11-21T11:00:00Z")
+    bad = {
+        "clusters/2026-11-21/bad-yaml.md": b"---\ncluster_id: x\ntitle: [unclosed\n---\nbody\n",
+        "clusters/2026-11-21/bad-utf8.md": b"---\ncluster_id: y\n---\n\xff\xfe broken bytes\n",
+        "clusters/2026-11-21/unterminated.md": (
+            arc_text("2026-11-21-unterminated-0123456789ac", sessions=["u1", "u2", "u3"], tool_calls=900,
+                     last_active="2026-11-21T11:00:00Z",
+                     body="<!-- @signal severity=critical source=x -->\nnever closed\n")
+        ).encode(),
+        "notes/huge.md": b"# big\n" + b"x" * (5 * 1024 * 1024),
+        "notes/no-end.md": b"---\ntitle: no closing line\n",
+    }
+    for rel, data in bad.items():
+        path = vault / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    code, report = run_tick_json(vault)
+    assert code == 0, report["problems"]
+    paths = {p["path"] for p in report["problems"]}
+    for rel in ("clusters/2026-11-21/bad-yaml.md", "clusters/2026-11-21/bad-utf8.md", "notes/huge.md",
+                "notes/no-end.md"):
+        assert rel in paths, rel
+        assert (vault / rel).read_bytes() == bad[rel]
+    unterminated = [p for p in report["problems"] if "unterminated @signal" in p["message"]]
+    assert unterminated and unterminated[0]["line"] is not None
+    # the arc with the broken marker is still an arc: it moves, and its text survives byte for byte past the frontmatter
+    moved = vault / "frontal-lobe/conscious/2026-11-21-unterminated-0123456789ac.md"
+    assert moved.exists() and moved.read_bytes().endswith(b"<!-- @signal severity=critical source=x -->\nnever closed\n")
+
+
+def test_a_file_edited_between_scan_and_write_is_not_overwritten(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-edited-0123456789ab", sessions=["a"], heat=0,
+                     tool_calls=10, last_active="2026-11-21T11:00:00Z")
+    import brain.io.writer as writer_module
+
+    real_apply = writer_module.apply_plan
+
+    def edit_then_apply(*args: object, **kwargs: object) -> object:
+        path.write_text(path.read_text() + "\nOperator wrote this mid-tick.\n")
+        monkeypatch.setattr(writer_module, "apply_plan", real_apply)
+        return real_apply(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer_module, "apply_plan", edit_then_apply)
+    code, report = run_tick_json(vault)
+    assert "Operator wrote this mid-tick." in path.read_text()
+    assert any(p["path"] == "clusters/2026-11-21/2026-11-21-edited-0123456789ab.md" and "changed since" in p["message"]
+               for p in report["problems"])
+    assert code == 0
+    code, report = run_tick_json(vault)  # the next tick takes it up
+    assert code == 0 and "heat: 6" in path.read_text() and "Operator wrote this mid-tick." in path.read_text()
+
+
+def test_symlinks_out_of_the_vault_are_not_followed(vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "2026-11-21-secret-0123456789ab.md").write_text(
+        arc_text("2026-11-21-secret-0123456789ab", sessions=["a", "b", "c"], tool_calls=2000,
+                 last_active="2026-11-21T11:00:00Z"))
+    (vault / "clusters" / "link").symlink_to(outside)
+    (vault / "clusters" / "file-link.md").symlink_to(outside / "2026-11-21-secret-0123456789ab.md")
+    before = tree_digest(outside)
+    code, report = run_tick_json(vault)
+    assert code == 0 and report["stats"]["arcs"] == 0
+    assert tree_digest(outside) == before
+
+
+def test_dot_folders_and_obsidian_are_skipped(vault: Path) -> None:
+    for folder in (".obsidian", ".trash", ".hidden/deep"):
+        write_arc(vault, folder, f"2026-11-21-{folder.strip('.').replace('/', '-')}-0123456789ab",
+                  sessions=["a", "b", "c"], tool_calls=2000, last_active="2026-11-21T11:00:00Z")
+    code, report = run_tick_json(vault)
+    assert code == 0 and report["stats"]["arcs"] == 0
+
+
+def test_unchanged_files_are_not_parsed_again(vault: Path) -> None:
+    for i in range(5):
+        write_arc(vault, "clusters/2026-11-01", f"2026-11-01-quiet-{i}-0123456789ab", sessions=["a"],
+                  created="2026-11-01T00:00:00Z", last_active="2026-11-01T00:00:00Z", status="complete")
+    for path in vault.rglob("*.md"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    run_tick_json(vault)
+    for path in vault.rglob("*.md"):
+        if "brain-feed" not in path.parts:
+            os.utime(path, (1_700_000_000, 1_700_000_000))
+    run_tick_json(vault)
+    _, report = run_tick_json(vault)
+    keeper = report["phases"]["keeper"]
+    assert keeper["parsed"] == 0 and keeper["cached"] == keeper["files"] > 0
+    (vault / ".brain/cache.json").write_text("{corrupt")
+    _, report = run_tick_json(vault)
+    assert report["phases"]["keeper"]["parsed"] == report["phases"]["keeper"]["files"]
+
+
+def test_signal_tombstone_lifecycle(vault: Path) -> None:
+    body = ("<!-- @signal severity=resolved source=db owner=ops cleared_at=2026-11-21T12:00:00Z -->\n"
+            "DB failover. (CLEARED: replica promoted)\n<!-- @/signal -->\n")
+    path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-db-0123456789ab", body=body, status="resolved")
+    _, report = run_tick_json(vault, now="2026-11-21T12:00:00Z")
+    assert "@signal" in path.read_text()  # the tick that cleared it: absent from the feed, block kept
+    assert "DB failover" not in (vault / "brain-feed/signals.md").read_text()
+    tick_report = run_tick_json(vault, now="2026-11-21T14:00:00Z")[1]
+    assert "@signal" not in path.read_text()  # the next tick removes the block ...
+    assert any("removed cleared signal" in line for line in (vault / "brain-feed/last-tick-diff.md").read_text().splitlines())
+    from typer.testing import CliRunner
+
+    from brain.cli import app
+
+    result = CliRunner().invoke(app, ["undo", "--vault", str(vault), "--tick", tick_report["tick_id"]])
+    assert result.exit_code == 0, result.output
+    assert "@signal" in path.read_text()  # ... recoverably
+
+
+def test_operator_notes_are_never_moved_or_edited(vault: Path) -> None:
+    note = vault / "projects" / "plan.md"
+    note.parent.mkdir()
+    original = "---\ntitle: plan\nheat: 3\n---\n<!-- @hot heat=9 -->\n<!-- @lesson -->\nx\n<!-- @/lesson -->\n"
+    note.write_text(original)
+    pinned = write_arc(vault, "projects", "2026-11-21-pinned-0123456789ab", sessions=["a", "b", "c"],
+                       tool_calls=2000, last_active="2026-11-21T11:00:00Z")
+    code, report = run_tick_json(vault)
+    assert code == 0 and note.read_text() == original
+    assert pinned.exists()  # an arc the operator filed outside the compartments stays where it is
+    assert report["stats"]["lessons"] == 1
+
+
+def test_feed_stays_within_budget_and_keeps_critical_signals(vault: Path) -> None:
+    for i in range(40):
+        body = "".join(
+            f"<!-- @signal severity={sev} source=src-{i}-{sev} -->\n{'long text ' * 20}\n<!-- @/signal -->\n"
+            for sev in ("info", "warning")
+        )
+        body += f"<!-- @inject target=all -->\n{'inject text ' * 30}\n<!-- @/inject -->\n"
+        write_arc(vault, "clusters/2026-11-21", f"2026-11-21-busy-{i:02d}-0123456789ab", body=body,
+                  sessions=["a", "b"], last_active="2026-11-21T11:00:00Z")
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-fire-0123456789ab", sessions=["z"],
+              body="<!-- @signal severity=nuclear source=prod-db -->\nProduction DB is down.\n<!-- @/signal -->\n"
+                   "<!-- @signal severity=critical source=auth -->\nAuth failing.\n<!-- @/signal -->\n")
+    code, report = run_tick_json(vault)
+    assert code == 0, report["phases"]["verify"]
+    total = sum(len(p.read_text()) for p in (vault / "brain-feed").glob("*.md"))
+    assert total / 4 <= 2000
+    signals = (vault / "brain-feed/signals.md").read_text()
+    assert "Production DB is down." in signals and "Auth failing." in signals
+    assert "more not shown (feed budget)" in signals
+    hot = (vault / "brain-feed/hot-arcs.md").read_text()
+    assert hot.count("| [[") >= 3
+
+
+def test_tick_id_and_report_shape(vault: Path) -> None:
+    build_golden_vault(vault)
+    code, report = run_tick_json(vault)
+    assert set(report) == {"tick_id", "now", "dry_run", "no_ai", "phases", "stats", "changes", "rejected",
+                           "problems", "exit_code"}
+    assert set(report["phases"]) == {"keeper", "prompt", "llm", "apply", "verify"}
+    assert report["phases"]["llm"] == {"skipped": "--no-ai"}
+    for key in ("arcs", "promoted", "demoted", "graduated", "heat_changed", "signals_active", "inject_blocks",
+                "lessons", "edges"):
+        assert isinstance(report["stats"][key], int)
+    rows = [json.loads(line) for line in (vault / "brain-feed/health.jsonl").read_text().splitlines()]
+    assert rows[-1]["tick_id"] == report["tick_id"] and rows[-1]["arcs"] == report["stats"]["arcs"]
+    assert rows[-1]["score"] is None and rows[-1]["cost_usd"] is None
+    assert report["changes"]["written"] and not any(".brain" in p or "health.jsonl" in p
+                                                    for p in report["changes"]["written"])
