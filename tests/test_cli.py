@@ -1,0 +1,132 @@
+"""Exit codes and error text of the vault commands (SPEC §2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from brain.cli import app
+from tests.support.vaults import NOW, tree_digest, write_arc
+
+runner = CliRunner()
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    for command in ("init", "tick", "keeper", "verify", "undo", "health"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "Example: brain" in result.stdout, command
+
+
+def test_missing_vault_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["tick", "--no-ai"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: no vault given: use --vault V or set BRAIN_VAULT")
+    assert result.stdout == ""
+
+
+def test_vault_that_does_not_exist(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["tick", "--vault", str(tmp_path / "nope"), "--no-ai"])
+    assert result.exit_code == 2 and f"Error: vault not found ({tmp_path / 'nope'}): not a folder" in result.stderr
+
+
+def test_bad_now_and_bad_env_are_usage_errors(vault: Path) -> None:
+    result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", "yesterday-ish"])
+    assert result.exit_code == 2 and "Error: bad --now" in result.stderr
+    result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai"], env={"BRAIN_PROMOTE_HEAT": "seven"})
+    assert result.exit_code == 2 and "BRAIN_PROMOTE_HEAT: cannot read 'seven'" in result.stderr
+
+
+def test_env_and_flags_override_defaults(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-warm-0123456789ab", sessions=["a"], tool_calls=10,
+              last_active="2026-11-21T11:00:00Z", status="complete")  # heat 4
+    result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--json"],
+                           env={"BRAIN_PROMOTE_HEAT": "4", "BRAIN_NOW": NOW})
+    report = json.loads(result.stdout)
+    assert report["now"] == NOW and report["stats"]["promoted"] == 1
+
+
+def test_no_llm_configured_runs_as_no_ai_and_says_so(vault: Path) -> None:
+    result = runner.invoke(app, ["tick", "--vault", str(vault), "--now", NOW, "--json"])
+    assert result.exit_code == 0
+    assert "AI phases skipped: no LLM configured" in result.stderr
+    assert json.loads(result.stdout)["phases"]["llm"]["skipped"].startswith("no LLM configured")
+
+
+def test_verify_exit_codes(vault: Path) -> None:
+    assert runner.invoke(app, ["verify", "--vault", str(vault), "--now", NOW]).exit_code == 0
+    arc = write_arc(vault, "clusters/2026-11-21", "2026-11-21-twice-0123456789ab")
+    (vault / "left/projects/2026-11-21-twice-0123456789ab.md").write_bytes(arc.read_bytes())
+    result = runner.invoke(app, ["verify", "--vault", str(vault), "--now", NOW])
+    assert result.exit_code == 1 and "cluster_id 2026-11-21-twice-0123456789ab is in 2 files" in result.stderr
+
+
+def test_keeper_runs_phase_one_only(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-k-0123456789ab", sessions=["a", "b", "c"], tool_calls=900,
+              last_active="2026-11-21T11:00:00Z")
+    result = runner.invoke(app, ["keeper", "--vault", str(vault), "--now", NOW, "--json"])
+    report = json.loads(result.stdout)
+    assert result.exit_code == 0 and set(report["phases"]) == {"keeper", "verify"}
+    assert (vault / "frontal-lobe/conscious/2026-11-21-k-0123456789ab.md").exists()
+    assert not (vault / "brain-feed/health.jsonl").exists()
+
+
+def test_init_is_idempotent_and_never_overwrites(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    assert runner.invoke(app, ["init", "--vault", str(root)]).exit_code == 0
+    (root / "clusters" / "mine.md").write_text("keep me")
+    before = tree_digest(root)
+    result = runner.invoke(app, ["init", "--vault", str(root)])
+    assert result.exit_code == 0 and json.loads(result.stdout)["created"] == []
+    assert tree_digest(root) == before
+    for folder in ("frontal-lobe/conscious", "left/incidents", "right/risk", "amygdala", "pineal", ".brain"):
+        assert (root / folder).is_dir()
+
+
+def test_undo_restores_and_refuses_edited_files(vault: Path) -> None:
+    arc = write_arc(vault, "clusters/2026-11-21", "2026-11-21-u-0123456789ab", sessions=["a", "b", "c"],
+                    tool_calls=900, last_active="2026-11-21T11:00:00Z")
+    original = arc.read_bytes()
+    before = tree_digest(vault, include_state=False)
+    report = json.loads(runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--json", "--now", NOW]).stdout)
+    moved = vault / "frontal-lobe/conscious/2026-11-21-u-0123456789ab.md"
+    assert moved.exists() and not arc.exists()
+    moved.write_text(moved.read_text() + "\noperator edit\n")
+    result = runner.invoke(app, ["undo", "--vault", str(vault)])
+    assert result.exit_code == 1 and "refusing to undo" in result.stderr and "use --force" in result.stderr
+    assert moved.exists()
+    result = runner.invoke(app, ["undo", "--vault", str(vault), "--tick", report["tick_id"], "--force"])
+    assert result.exit_code == 0, result.stderr
+    assert arc.read_bytes() == original and not moved.exists()
+    after = tree_digest(vault, include_state=False)
+    after.pop("brain-feed/health.jsonl")
+    assert after == {k: v for k, v in before.items()}
+    assert runner.invoke(app, ["undo", "--vault", str(vault), "--tick", "nope"]).exit_code == 2
+
+
+def test_health_table_and_svg(vault: Path, tmp_path: Path) -> None:
+    for hour in ("10", "12", "14"):
+        runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", f"2026-11-21T{hour}:00:00Z"])
+    with (vault / "brain-feed/health.jsonl").open("a") as handle:
+        handle.write("not json\n")
+    svg = tmp_path / "h.svg"
+    result = runner.invoke(app, ["health", "--vault", str(vault), "--svg", str(svg)])
+    assert result.exit_code == 0
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("time") and len(lines) == 2 + 3
+    assert "health.jsonl:4: not a JSON health row" in result.stderr
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(svg.read_text())
+    assert root.tag.endswith("svg") and svg.read_text().count("<circle") >= 3
+
+
+def test_brain_tick_alias_and_module_entry(vault: Path) -> None:
+    exe = Path(sys.executable).with_name("brain_tick")
+    result = subprocess.run([str(exe), "--vault", str(vault), "--no-ai", "--json", "--now", NOW],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["no_ai"] is True
