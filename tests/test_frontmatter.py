@@ -96,3 +96,54 @@ def test_set_keys_gives_exactly_the_updated_mapping(base: dict, updates: dict) -
     untouched = [k for k in base if k not in updates]
     for key in untouched:  # untouched keys keep their bytes
         assert fm.dump_key(key, base[key]) in out
+
+
+def _yaml_only(text: str) -> object:
+    import yaml
+
+    from brain.core.frontmatter import _Loader
+
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506
+    except yaml.YAMLError:
+        return "error"
+
+
+_tricky = st.sampled_from([
+    "007", "0x1F", "1_000", "+1", "1.5", ".5", ".inf", "-.nan", "1e3", "yes", "No", "on", "~", "null", "NULL",
+    "true", "False", "2026-01-01", "2026-01-01T10:00:00Z", "a: b", "a #c", "#c", "-x", "- x", "[a]", "{a: 1}",
+    "'q''uote'", '"dq"', '"esc\\n"', "&anchor", "*ref", "!tag x", "|", ">", "x:", "%x", "@x", "`x", "a\tb",
+    "plain words", "ümlaut", "=", "<<", "-1", "-0", "0", "10", "", " ", "'unterminated", "multi: colon: here",
+])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.from_regex(r"[a-z_][a-z0-9_-]{0,6}", fullmatch=True),
+                          st.one_of(_tricky, st.lists(_tricky, min_size=1, max_size=3),
+                                    st.dictionaries(st.from_regex(r"[a-z]{1,4}", fullmatch=True), _tricky,
+                                                    min_size=1, max_size=3))),
+                max_size=6))
+def test_fast_loader_never_disagrees_with_yaml(pairs: list) -> None:
+    lines = []
+    for key, value in pairs:
+        if isinstance(value, list):
+            lines.append(f"{key}:")
+            lines.extend(f"- {v}" for v in value)
+        elif isinstance(value, dict):
+            lines.append(f"{key}:")
+            lines.extend(f"  {k}: {v}" for k, v in value.items())
+        else:
+            lines.append(f"{key}: {value}")
+    text = "\n".join(lines) + "\n"
+    fast = fm.fast_load(text)
+    if fast is not None:
+        expected = _yaml_only(text)
+        assert fast == ({} if expected is None else expected), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(_mapping)
+def test_fast_loader_reads_what_we_dump(mapping: dict) -> None:
+    text = fm.dump(mapping)
+    fast = fm.fast_load(text)
+    assert fast is None or fast == mapping

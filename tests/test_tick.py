@@ -216,12 +216,43 @@ def test_unchanged_files_are_not_parsed_again(vault: Path) -> None:
         if "brain-feed" not in path.parts:
             os.utime(path, (1_700_000_000, 1_700_000_000))
     run_tick_json(vault)
+    touched = next(vault.rglob("2026-11-01-quiet-0-0123456789ab.md"))
+    touched.write_text(touched.read_text() + "\nmore\n")
+    os.utime(touched, (1_700_000_100, 1_700_000_100))
     _, report = run_tick_json(vault)
     keeper = report["phases"]["keeper"]
-    assert keeper["parsed"] == 0 and keeper["cached"] == keeper["files"] > 0
+    assert keeper["parsed"] == 1 and keeper["cached"] == keeper["files"] - 1 > 0
     (vault / ".brain/cache.json").write_text("{corrupt")
+    os.utime(touched, (1_700_000_200, 1_700_000_200))
     _, report = run_tick_json(vault)
     assert report["phases"]["keeper"]["parsed"] == report["phases"]["keeper"]["files"]
+
+
+def test_steady_state_stops_after_listing_until_something_changes(vault: Path) -> None:
+    build_golden_vault(vault)
+    _, first = run_tick_json(vault)
+    _, steady = run_tick_json(vault)
+    assert steady["phases"]["keeper"]["unchanged_since"] == first["tick_id"]
+    assert steady["changes"] == {"written": [], "moved": [], "deleted": []}
+    assert steady["stats"] == first["stats"]
+    # a deleted feed file breaks the fingerprint: the tick rebuilds it
+    (vault / "brain-feed/hot-arcs.md").unlink()
+    _, rebuilt = run_tick_json(vault)
+    assert "brain-feed/hot-arcs.md" in rebuilt["changes"]["written"]
+    # an hour later one arc crosses its 72 h recency boundary: the window ended, real work again
+    _, later = run_tick_json(vault, now="2026-11-21T13:00:00Z")
+    assert "unchanged_since" not in later["phases"]["keeper"] and later["stats"]["heat_changed"] == 1
+    # the next day is past the validity window (the feed id carries the date): full work again
+    _, next_day = run_tick_json(vault, now="2026-11-22T01:00:00Z")
+    assert "unchanged_since" not in next_day["phases"]["keeper"]
+    assert "brain-feed/hot-arcs.md" in next_day["changes"]["written"]
+    # a setting change also breaks it
+    os.environ["BRAIN_HOT_ARCS_LIMIT"] = "1"
+    try:
+        _, limited = run_tick_json(vault, now="2026-11-22T01:00:00Z")
+    finally:
+        del os.environ["BRAIN_HOT_ARCS_LIMIT"]
+    assert "brain-feed/hot-arcs.md" in limited["changes"]["written"]
 
 
 def test_signal_tombstone_lifecycle(vault: Path) -> None:

@@ -22,8 +22,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-import yaml
-
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.markers import Marker
@@ -93,14 +91,11 @@ class FeedFile:
     omitted: int = 0
 
     def render(self) -> str:
-        meta = {
-            "id": f"{self.name.removesuffix('.md')}-{self.date}",
-            "title": self.title,
-            "priority": self.priority,
-            "ttl": self.ttl,
-            "severity": self.severity,
-        }
-        front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1_000_000)
+        # Fixed keys and plain values: no YAML emitter needed (titles and severities are ours).
+        front = (
+            f"id: {self.name.removesuffix('.md')}-{self.date}\ntitle: {self.title}\npriority: {self.priority}\n"
+            f"ttl: {self.ttl}\nseverity: {self.severity}\n"
+        )
         lines = [f"---\n{front}---\n", self.header + "\n"]
         if self.items:
             lines.extend(item.text.rstrip("\n") + "\n" for item in self.items)
@@ -243,29 +238,42 @@ def last_tick_diff(lines: list[str], s: Settings, date: str, tick_id: str) -> Fe
 
 
 def fit_budget(files: list[FeedFile], fixed_tokens: int, budget: int) -> None:
-    """Cut items in the documented order until the feed fits ``budget`` (in place)."""
+    """Cut items in the documented order until the feed fits ``budget`` (in place).
+
+    Sizes are tracked incrementally (one render per file at the start), so cutting is linear.
+    """
+    sizes = [len(f.render()) for f in files]
 
     def total() -> int:
-        return fixed_tokens + sum(tokens(f.render()) for f in files)
+        return fixed_tokens + sum(math.ceil(size / 4) for size in sizes)
 
     if total() <= budget:
         return
     cuttable = [
-        (item.rank, -index, feed_index, item)
+        (item.rank, -index, feed_index, index)
         for feed_index, feed in enumerate(files)
         for index, item in enumerate(feed.items)
         if item.rank < NEVER
     ]
-    cuttable.sort(key=lambda entry: (entry[0], entry[1]))
-    sizes = sum(tokens(f.render()) for f in files)
-    for _, _, feed_index, item in cuttable:
-        if fixed_tokens + sizes <= budget:
+    cuttable.sort()
+    removed: list[set[int]] = [set() for _ in files]
+    for _, _, feed_index, index in cuttable:
+        if total() <= budget:
             break
         feed = files[feed_index]
-        before = tokens(feed.render())
-        feed.items.remove(item)
-        feed.omitted += 1
-        sizes += tokens(feed.render()) - before
+        removed[feed_index].add(index)
+        sizes[feed_index] -= len(feed.items[index].text.rstrip("\n")) + 1
+        if len(removed[feed_index]) == len(feed.items) and feed.empty:
+            sizes[feed_index] += len(feed.empty) + 1
+        sizes[feed_index] += _omitted_len(len(removed[feed_index])) - _omitted_len(len(removed[feed_index]) - 1)
+    for feed_index, feed in enumerate(files):
+        if removed[feed_index]:
+            feed.items = [item for index, item in enumerate(feed.items) if index not in removed[feed_index]]
+            feed.omitted += len(removed[feed_index])
+
+
+def _omitted_len(count: int) -> int:
+    return len(f"\n_{count} more not shown (feed budget); see the vault._\n") if count else 0
 
 
 def dashboards(decisions: Mapping[str, ArcDecision]) -> dict[str, str]:

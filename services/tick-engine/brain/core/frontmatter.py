@@ -105,10 +105,112 @@ def split(text: str) -> Document:
         pos = end + len(newline)
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_INT = re.compile(r"^-?(?:0|[1-9][0-9]*)$")
+_NUMBERISH = re.compile(r"^[-+]?(?:[0-9_.]|\.(?:inf|Inf|INF|nan|NaN|NAN))")
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_TRUE = frozenset({"true", "True", "TRUE"})
+_FALSE = frozenset({"false", "False", "FALSE"})
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+
+
+class _NotSimple(Exception):
+    pass
+
+
+def _scalar(raw: str) -> Any:
+    """One plain or simply quoted scalar, resolved exactly as :class:`_Loader` would."""
+    if raw.startswith("'"):
+        if len(raw) < 2 or not raw.endswith("'") or "'" in raw[1:-1].replace("''", ""):
+            raise _NotSimple
+        return raw[1:-1].replace("''", "'")
+    if raw.startswith('"'):
+        inner = raw[1:-1]
+        if len(raw) < 2 or not raw.endswith('"') or "\\" in inner or '"' in inner:
+            raise _NotSimple
+        return inner
+    if raw in _NULLS:
+        return None
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    if _INT.match(raw):
+        return int(raw)
+    if (
+        raw[0] in _INDICATORS
+        or _NUMBERISH.match(raw)
+        or ": " in raw
+        or " #" in raw
+        or raw.endswith(":")
+        or raw != raw.strip()
+        or "\t" in raw
+        or raw in ("=", "<<")
+    ):
+        raise _NotSimple
+    return raw
+
+
+def fast_load(frontmatter: str) -> dict[str, Any] | None:
+    """The frontmatter mapping for the plain subset arcs use; None for anything else.
+
+    Handles ``key: scalar``, block lists of scalars and one level of nested mappings of
+    scalars. Anything fancier (flow collections, anchors, tags, block scalars, comments,
+    odd numbers) returns None and goes through the YAML loader, so results never differ.
+    """
+    out: dict[str, Any] = {}
+    lines = frontmatter.split("\n")
+    index, count = 0, len(lines)
+    try:
+        while index < count:
+            line = lines[index]
+            index += 1
+            if not line.strip():
+                continue
+            if line[0] in " \t#-" or "\r" in line:
+                return None
+            key, sep, rest = line.partition(":")
+            if not sep or not _PLAIN_KEY.match(key) or key in out or (rest and rest[0] != " "):
+                return None
+            rest = rest.strip()
+            if rest:
+                out[key] = _scalar(rest)
+                continue
+            # A block below the key: "- item" lines, or "  sub: value" lines, or nothing (null).
+            block: list[str] = []
+            while index < count and (lines[index].startswith((" ", "-")) or not lines[index].strip()):
+                if lines[index].strip():
+                    block.append(lines[index])
+                index += 1
+            if not block:
+                out[key] = None
+            elif all(b.startswith("- ") or b == "-" for b in block):
+                out[key] = [_scalar(b[2:].strip()) for b in block]
+            elif all(b.startswith("  ") and not b.startswith("   ") and not b.startswith("  -") for b in block):
+                nested: dict[str, Any] = {}
+                for b in block:
+                    sub, sub_sep, sub_rest = b[2:].partition(":")
+                    if not sub_sep or not _PLAIN_KEY.match(sub) or sub in nested or (sub_rest and sub_rest[0] != " "):
+                        return None
+                    sub_rest = sub_rest.strip()
+                    if not sub_rest:
+                        return None
+                    nested[sub] = _scalar(sub_rest)
+                out[key] = nested
+            else:
+                return None
+    except _NotSimple:
+        return None
+    return out
+
+
 def load(frontmatter: str) -> dict[str, Any]:
     """Parse frontmatter YAML into a mapping (strict; dates stay strings)."""
     if not frontmatter.strip():
         return {}
+    simple = fast_load(frontmatter)
+    if simple is not None:
+        return simple
     try:
         value = yaml.load(frontmatter, Loader=_Loader)  # noqa: S506 - safe loader subclass
     except yaml.MarkedYAMLError as exc:
@@ -172,6 +274,33 @@ def _trim_tail(lines: list[str], begin: int, end: int) -> int:
     while end - 1 > begin and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
         end -= 1
     return end
+
+
+_SIMPLE_VALUE = re.compile(r"^[A-Za-z][A-Za-z-]*$")
+
+
+def set_scalars(frontmatter: str, updates: dict[str, int | str]) -> str | None:
+    """Replace ``key: value`` lines in place without parsing YAML, or None when not that simple.
+
+    Only for ints and plain lowercase words (heat, status), on lines that hold exactly one
+    plain scalar and nothing else; anything fancier goes through :func:`set_keys`.
+    """
+    out = frontmatter
+    for key, value in updates.items():
+        if isinstance(value, bool) or not (
+            isinstance(value, int) or (isinstance(value, str) and _SIMPLE_VALUE.match(value)
+                                       and value not in _YAML_WORDS)
+        ):
+            return None
+        pattern = re.compile(rf"^{re.escape(key)}:[ \t]*(-?\d+|[A-Za-z][A-Za-z-]*)?[ \t]*$", re.MULTILINE)
+        matches = pattern.findall(out)
+        if len(matches) != 1 or (matches[0] and matches[0].lower() in _YAML_WORDS):
+            return None
+        out = pattern.sub(f"{key}: {value}", out, count=1)
+    return out
+
+
+_YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n"})
 
 
 def set_keys(frontmatter: str, updates: dict[str, Any], *, remove: tuple[str, ...] = ()) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from brain.core import frontmatter, markers
 from brain.core.heat import HeatInputs, compute, inactive_days, inputs_of
@@ -188,6 +188,48 @@ def render(text: str, decision: ArcDecision) -> str:
         document = frontmatter.split(body)
         assert document.frontmatter is not None
     if updates:
-        new_front = frontmatter.set_keys(document.frontmatter, updates)
+        simple = frontmatter.set_scalars(document.frontmatter, updates)  # type: ignore[arg-type]
+        new_front = simple if simple is not None else frontmatter.set_keys(document.frontmatter, updates)
         document = dataclasses.replace(document, frontmatter=new_front)
     return document.render()
+
+
+def valid_until(decisions: KeeperDecisions, now: datetime, s: Settings) -> datetime:
+    """The last instant (inclusive) at which the same files still give the same plan as at ``now``.
+
+    Heat, graduation, inject expiry, signal tombstones and the feed's date only change at
+    known instants; until the earliest of them an unchanged vault plans nothing, which is
+    what lets a steady-state tick stop after listing the files.
+    """
+    from brain.core.heat import created_of, last_active_of
+
+    second = timedelta(seconds=1)
+    # Boundaries whose condition already flips AT the instant (the date, whole days of decay)
+    # end the window one second earlier; the others ("older than", "within") flip just after it.
+    midnight = datetime(now.year, now.month, now.day, tzinfo=now.tzinfo) + timedelta(days=1) - second
+    candidates = [midnight]
+    day = timedelta(days=1)
+    for decision in decisions.arcs.values():
+        note = decision.note
+        if note.arc is None or note.arc.is_tombstone:
+            continue
+        last = last_active_of(note)
+        for offset in (timedelta(hours=24), timedelta(hours=72), timedelta(days=7), timedelta(days=s.graduate_days)):
+            candidates.append(last + offset)
+        age_days = max(0, (now - last).days)
+        grace, every = s.heat_decay_grace_days, max(1, s.heat_decay_every_days)
+        step = max(1, (age_days - grace) // every + 1)
+        candidates.append(last + day * (grace + every * step) - second)
+        for marker in note.markers:
+            if marker.type == "inject":
+                born = parse_instant(marker.attr("date")) or created_of(note)
+                try:
+                    ttl = int(marker.attr("ttl_days") or s.inject_ttl_days)
+                except ValueError:
+                    ttl = s.inject_ttl_days
+                candidates.append(born + timedelta(days=ttl))
+            elif marker.type == "signal" and marker.attr("severity") == "resolved":
+                cleared = parse_instant(marker.attr("cleared_at"))
+                if cleared is not None:
+                    candidates.append(cleared)
+    return min((c for c in candidates if c >= now), default=midnight)

@@ -120,7 +120,18 @@ def feed_skip(vault: Path, feed_dir: Path) -> frozenset[str]:
     return frozenset({rel.as_posix()})
 
 
-def scan(vault: Path, *, feed_dir: Path, max_note_bytes: int, write_cache: bool) -> Snapshot:
+def listing_of(vault: Path, feed_dir: Path) -> list[tuple[str, os.stat_result]]:
+    return walk(vault, feed_skip(vault, feed_dir))
+
+
+def scan(
+    vault: Path,
+    *,
+    feed_dir: Path,
+    max_note_bytes: int,
+    write_cache: bool,
+    listing: list[tuple[str, os.stat_result]] | None = None,
+) -> Snapshot:
     started = time.perf_counter()
     cache = _load_cache(vault)
     racy_after = time.time_ns() - RACY_SECONDS * 1_000_000_000
@@ -128,7 +139,7 @@ def scan(vault: Path, *, feed_dir: Path, max_note_bytes: int, write_cache: bool)
     fresh: dict[str, Any] = {}
     stats = ScanStats()
     dirty = False
-    for rel, st in walk(vault, feed_skip(vault, feed_dir)):
+    for rel, st in listing if listing is not None else listing_of(vault, feed_dir):
         stats.files += 1
         entry = cache.get(rel)
         if (

@@ -4,7 +4,7 @@ Order of work for a plan (SPEC §9):
 
 1. resolve every operation against the disk; a file that changed since the scan is a
    conflict: reported, not touched (the next tick takes it up); no-ops are dropped;
-2. write the journal entry (``.brain/journal/<tick_id>/``: manifest + before-image blobs),
+2. write the journal entry (``.brain/journal/<tick_id>/``: manifest + a pack of before-images),
    fsynced, state ``pending``;
 3. execute: each file via temp file + fsync + rename; a move is one ``rename``;
 4. mark the journal ``complete``.
@@ -24,6 +24,7 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from brain.io.atomic import ConfinementError, atomic_write, confined, fsync_dir
 
 STATE_DIR = ".brain"
 JOURNAL_DIR = f"{STATE_DIR}/journal"
+FSYNC_WORKERS = 16
 
 
 def sha1_bytes(data: bytes) -> str:
@@ -116,7 +118,11 @@ def _matches(path: Path, expect: Expect, data: bytes | None) -> bool:
 
 
 class Journal:
-    """Before-images of one tick; several plans of one tick append to the same journal."""
+    """Before-images of one tick; several plans of one tick append to the same journal.
+
+    Before-images go into one pack file per plan (``pack-<n>``), written and fsynced once,
+    so journaling costs one fsync per plan, not one per file.
+    """
 
     def __init__(self, vault: Path, tick_id: str, now: datetime):
         self.vault = vault
@@ -124,19 +130,23 @@ class Journal:
         self.root = vault / JOURNAL_DIR / tick_id
         self.manifest: dict[str, Any] = {"tick_id": tick_id, "now": iso(now), "state": "pending", "ops": []}
         self.opened = False
+        self.packs = 0
 
     def _save(self) -> None:
         atomic_write(self.root / "manifest.json", json.dumps(self.manifest, indent=1).encode())
 
-    def blob(self, data: bytes) -> str:
-        digest = sha1_bytes(data)
-        target = self.root / "blobs" / digest
-        if not target.exists():
-            atomic_write(target, data)
-        return digest
-
-    def record(self, ops: list[dict[str, Any]]) -> None:
+    def record(self, ops: list[dict[str, Any]], befores: list[bytes | None]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
+        self.packs += 1
+        pack_name = f"pack-{self.packs}"
+        offset = 0
+        chunks: list[bytes] = []
+        for op, before in zip(ops, befores, strict=True):
+            if before is not None:
+                op["pack"], op["offset"], op["length"] = pack_name, offset, len(before)
+                chunks.append(before)
+                offset += len(before)
+        atomic_write(self.root / pack_name, b"".join(chunks))
         self.manifest["state"] = "pending"
         self.manifest["ops"].extend(ops)
         self._save()
@@ -146,6 +156,14 @@ class Journal:
         if self.opened:
             self.manifest["state"] = "complete"
             self._save()
+
+
+def before_image(root: Path, op: dict[str, Any]) -> bytes | None:
+    if op.get("before") is None:
+        return None
+    with (root / op["pack"]).open("rb") as handle:
+        handle.seek(op["offset"])
+        return handle.read(op["length"])
 
 
 @dataclass
@@ -185,15 +203,15 @@ def apply_plan(
             entry: dict[str, Any] = {
                 "op": "move" if isinstance(op, MoveFile) else "delete" if isinstance(op, DeleteFile) else "write",
                 "path": op.src if isinstance(op, MoveFile) else op.path,
-                "before": journal.blob(item.before) if item.before is not None else None,
+                "before": sha1_bytes(item.before) if item.before is not None else None,
                 "after": sha1_bytes(item.after) if item.after is not None else None,
             }
             if isinstance(op, MoveFile):
                 entry["dst"] = op.dst
             entries.append(entry)
-        journal.record(entries)
+        journal.record(entries, [item.before for item in resolved])
+    _execute_all(vault, resolved)
     for item in resolved:
-        _execute(vault, item)
         _note_result(item.op, result)
     return result
 
@@ -244,21 +262,78 @@ def _resolve(vault: Path, op: WriteFile | MoveFile | DeleteFile, result: ApplyRe
     return _Resolved(op, current, op.content)
 
 
-def _execute(vault: Path, item: _Resolved) -> None:
-    op = item.op
-    if isinstance(op, MoveFile):
-        src, dst = vault / op.src, vault / op.dst
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(src, dst)  # atomic: the arc is never in two places, never in none
-        fsync_dir(dst.parent)
-        fsync_dir(src.parent)
-        if op.content is not None and op.content != item.before:
-            atomic_write(dst, op.content)
-    elif isinstance(op, DeleteFile):
-        (vault / op.path).unlink()
-        fsync_dir((vault / op.path).parent)
-    else:
-        atomic_write(vault / op.path, op.content)
+TMP_SUFFIX = ".brain-tmp"
+
+
+def temp_path(target: Path) -> Path:
+    """Where new content is staged: a hidden file beside the target (never scanned)."""
+    return target.with_name(f".{target.name}{TMP_SUFFIX}")
+
+
+def _parallel(function: Any, items: list[Any]) -> None:
+    if len(items) < 8:
+        for item in items:
+            function(item)
+        return
+    with ThreadPoolExecutor(max_workers=FSYNC_WORKERS) as pool:
+        list(pool.map(function, items))
+
+
+def _stage(job: tuple[Path, bytes]) -> None:
+    tmp, data = job
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _execute_all(vault: Path, items: list[_Resolved]) -> None:
+    """Stage every new content as an fsynced temp file (in parallel), then commit by renames.
+
+    Each rename is atomic, so a kill at any instant leaves every file old or new; folder
+    entries are fsynced once per folder at the end.
+    """
+    staged: dict[int, Path] = {}
+    jobs: list[tuple[Path, bytes]] = []
+    for index, item in enumerate(items):
+        op = item.op
+        if isinstance(op, DeleteFile):
+            continue
+        if isinstance(op, MoveFile):
+            if op.content is None or op.content == item.before:
+                continue
+            target = vault / op.dst
+        else:
+            target = vault / op.path
+        assert item.after is not None
+        tmp = temp_path(target)
+        staged[index] = tmp
+        jobs.append((tmp, item.after))
+    _parallel(_stage, jobs)
+    folders: set[Path] = set()
+    for index, item in enumerate(items):
+        op = item.op
+        if isinstance(op, MoveFile):
+            src, dst = vault / op.src, vault / op.dst
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(src, dst)  # the arc is never in two places, never in none
+            if index in staged:
+                os.replace(staged[index], dst)
+            folders.update((src.parent, dst.parent))
+        elif isinstance(op, DeleteFile):
+            path = vault / op.path
+            path.unlink()
+            folders.add(path.parent)
+        else:
+            path = vault / op.path
+            os.replace(staged[index], path)
+            folders.add(path.parent)
+    _parallel(fsync_dir, sorted(folders))
 
 
 # --- recovery and undo -------------------------------------------------------------------
@@ -324,7 +399,7 @@ def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> Un
         result.done = True
         return result
     for op in reversed(manifest["ops"]):
-        before = None if op["before"] is None else (root / "blobs" / op["before"]).read_bytes()
+        before = before_image(root, op)
         if op["op"] == "move":
             dst, src = vault / op["dst"], vault / op["path"]
             if before is not None:
@@ -351,6 +426,11 @@ def recover(vault: Path) -> list[UndoResult]:
     results = []
     for manifest in journals(vault):
         if manifest.get("state") == "pending":
+            for op in manifest["ops"]:  # content staged but never renamed into place
+                for rel in (op["path"], op.get("dst")):
+                    if rel:
+                        with contextlib.suppress(OSError):
+                            temp_path(vault / rel).unlink()
             result = undo(vault, manifest["tick_id"], force=False)
             if not result.done:
                 # Someone edited a file after the crash: keep their text, roll back the rest.

@@ -33,9 +33,18 @@ def feed_relative(vault: Path, feed_dir: Path) -> str | None:
         return None
 
 
+MAX_DIFF_LINES = 200
+
+
 def describe_moves(decisions: keeper.KeeperDecisions) -> list[str]:
-    lines = []
-    for decision in sorted(decisions.changed(), key=lambda d: d.cluster_id):
+    lines: list[str] = []
+    changed = sorted(decisions.changed(), key=lambda d: d.cluster_id)
+    shown = [d for d in changed if d.move or d.drop_signals]
+    if len(shown) > MAX_DIFF_LINES:
+        counts = {m: sum(1 for d in shown if d.move == m) for m in ("promoted", "demoted", "graduated")}
+        lines.append(f"{len(shown) - MAX_DIFF_LINES} more changes not listed (" +
+                     ", ".join(f"{n} {m}" for m, n in counts.items() if n) + " in all)")
+    for decision in shown[:MAX_DIFF_LINES]:
         if decision.move:
             lines.append(f"{decision.move} [[{decision.cluster_id}]]: {decision.note.path} → {decision.path}")
         for marker in decision.drop_signals:

@@ -1,0 +1,185 @@
+"""`make bench`: synthetic vaults of 1 000 and 10 000 arcs, timed phase by phase.
+
+Every figure is printed next to the machine's own baseline (listing and stat-ing the same
+files, the floor no tick can beat), so runs on different machines compare as ratios.
+Each measurement runs in a fresh child process, so peak RSS is that of the measured work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+NOW = "2026-11-21T12:00:00Z"
+BODY = textwrap.dedent("""\
+    # {title}
+
+    ## Ignition
+    > Make the {topic} pipeline stop dropping events under load.
+
+    ## Timeline
+    - 2026-11-{day:02d} 09:12 — 14 turns, {tools} tool calls (Bash, Edit, Read)
+    - 2026-11-{day:02d} 11:40 — 6 turns, 22 tool calls (Edit, Bash)
+
+    ## Lessons
+    <!-- @lesson -->
+    Back-pressure beats retries for {topic}; measure before tuning.
+    <!-- @/lesson -->
+
+    ## Resolution
+    Shipped behind a flag; the {topic} error rate fell from 2% to 0.1%.
+    {extra}
+    ## Edges
+    <!-- @edge type=related target={edge} --> [[{edge}]]
+
+    ## Source sessions
+    - {session}
+    """)
+TOPICS = ["ingest", "auth", "billing", "search", "feed", "scheduler", "cache", "gateway", "etl", "vault"]
+
+
+def generate(vault: Path, count: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    for rel in ("clusters", "frontal-lobe/conscious", "frontal-lobe/unconscious", "left/projects", "right/ideas",
+                "pineal", "amygdala", "brain-feed", ".brain"):
+        (vault / rel).mkdir(parents=True, exist_ok=True)
+    ids = [f"2026-{1 + i % 11:02d}-{1 + i % 28:02d}-{TOPICS[i % 10]}-work-{i:05d}-{i * 7919 % 16**12:012x}"
+           for i in range(count)]
+    for i, cid in enumerate(ids):
+        month, day = 1 + i % 11, 1 + i % 28
+        recent = rng.random() < 0.03
+        last = f"2026-11-21T0{rng.randint(0, 9)}:00:00Z" if recent else f"2026-{month:02d}-{day:02d}T18:00:00Z"
+        tools = rng.choice([3, 40, 120, 260, 1400])
+        extra = ""
+        roll = rng.random()
+        if roll < 0.02:
+            extra = f"<!-- @signal severity={rng.choice(['warning', 'critical'])} source={TOPICS[i % 10]}-{i} -->\n" \
+                    f"{TOPICS[i % 10]} error budget burning.\n<!-- @/signal -->\n"
+        elif roll < 0.03:
+            extra = "<!-- @inject target=all -->\nPrefer small PRs this week.\n<!-- @/inject -->\n"
+        sessions = [f"{i:08x}-{k:04x}-4000-8000-{rng.getrandbits(48):012x}" for k in range(rng.randint(1, 4))]
+        front = (
+            f"---\ncluster_id: {cid}\ntitle: {TOPICS[i % 10].title()} work {i}\nregion: "
+            f"{'left-hemisphere' if i % 3 else 'right-hemisphere'}\nstatus: {'active' if recent else 'complete'}\n"
+            f"heat: 0\ncreated: '2026-{month:02d}-{day:02d}T09:00:00Z'\nlast_active: '{last}'\nproject: {TOPICS[i % 10]}\n"
+            f"agents:\n- claude-code\nsource_sessions:\n" + "".join(f"- {s}\n" for s in sessions)
+            + f"activity:\n  sessions: {len(sessions)}\n  user_turns: 20\n  tool_calls: {tools}\n  errors: 1\n"
+            f"  joy: {i % 2}\n  compactions: 0\nsynthesized: false\n---\n"
+        )
+        body = BODY.format(title=f"{TOPICS[i % 10].title()} work {i}", topic=TOPICS[i % 10], day=day, tools=tools,
+                           extra=extra, edge=ids[(i + 1) % count], session=sessions[0])
+        folder = vault / "clusters" / f"2026-{month:02d}-{day:02d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"{cid}.md").write_text(front + body, encoding="utf-8")
+
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+mode, vault = sys.argv[1], Path(sys.argv[2])
+t0 = time.perf_counter()
+if mode == "floor":
+    from brain.io.vault import walk
+    best = None
+    for _ in range(3):
+        t = time.perf_counter(); files = walk(vault); d = time.perf_counter() - t
+        best = d if best is None else min(best, d)
+    out = {"seconds": best, "files": len(files)}
+else:
+    from brain.settings import Settings
+    from brain.core.timeutil import require_instant
+    from brain.pipeline.tick import run_tick
+    s = Settings(vault=vault)
+    t = time.perf_counter()
+    report = run_tick(s, require_instant(sys.argv[3]), no_ai=True, dry_run=False)
+    d = time.perf_counter() - t
+    out = {"seconds": d, "exit": report.exit_code, "phases": {k: v.get("ms") for k, v in report.phases.items()},
+           "keeper": report.phases["keeper"], "changes": len(report.result.written) + len(report.result.moved)}
+out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def child(mode: str, vault: Path, *args: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", CHILD, mode, str(vault), *args], capture_output=True, text=True,
+                            check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"bench child failed: {result.stderr}")
+    data: dict = json.loads(result.stdout)
+    return data
+
+
+def cli_wall(vault: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "brain", "tick", "--vault", str(vault), "--no-ai", "--now", NOW],
+                   capture_output=True, check=True)
+    return time.perf_counter() - start
+
+
+def bench_vault(count: int, work: Path) -> dict:
+    vault = work / f"vault-{count}"
+    if vault.exists():
+        shutil.rmtree(vault)
+    t = time.perf_counter()
+    generate(vault, count)
+    generated = time.perf_counter() - t
+    floor = child("floor", vault)
+    cold = child("tick", vault, NOW)
+    steady = [child("tick", vault, NOW) for _ in range(3)]
+    best = min(steady, key=lambda r: r["seconds"])
+    wall = cli_wall(vault)
+    return {"arcs": count, "generate_s": generated, "floor": floor, "cold": cold, "steady": best, "cli_wall_s": wall}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the generated vaults in this folder")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="brain-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results = []
+    try:
+        for size in (int(x) for x in args.sizes.split(",")):
+            results.append(bench_vault(size, work))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    extras = []
+    for name in ("brain.bench_extract", "brain.bench_ai"):
+        try:
+            module = __import__(name, fromlist=["run"])
+        except ModuleNotFoundError:
+            continue
+        extras.append(module.run())
+    if args.json:
+        print(json.dumps({"vaults": results, "extras": extras}, indent=2))
+        return
+    print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}")
+    print(f"{'arcs':>6} {'floor ms':>9} {'cold s':>8} {'cold RSS':>9} {'steady ms':>10} {'steady/floor':>13} "
+          f"{'steady RSS':>11} {'cli wall s':>11}")
+    for r in results:
+        floor_ms = r["floor"]["seconds"] * 1000
+        steady_ms = r["steady"]["seconds"] * 1000
+        print(f"{r['arcs']:>6} {floor_ms:>9.1f} {r['cold']['seconds']:>8.2f} {r['cold']['peak_rss_mb']:>7.0f}MB "
+              f"{steady_ms:>10.1f} {steady_ms / floor_ms:>12.2f}x {r['steady']['peak_rss_mb']:>9.0f}MB "
+              f"{r['cli_wall_s']:>11.2f}")
+        print(f"       cold phases ms: {r['cold']['phases']}; steady keeper: parsed={r['steady']['keeper']['parsed']} "
+              f"cached={r['steady']['keeper']['cached']} changes={r['steady']['changes']}")
+    for extra in extras:
+        for line in extra.get("lines", []):
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
