@@ -103,7 +103,8 @@ def one_line(text: str, max_chars: int) -> str:
     block-syntax character is backslash-escaped so the line can never be a ``---`` fence, a
     heading or a list item.
     """
-    safe = redact(fold(text, max_chars)).replace("<", "&lt;").replace(">", "&gt;")
+    # Redact before folding and cutting: a cut could split a secret the patterns then miss.
+    safe = fold(redact(text[: max_chars * 4]), max_chars).replace("<", "&lt;").replace(">", "&gt;")
     if safe and safe[0] in _BLOCK_STARTERS:
         safe = "\\" + safe
     return safe
@@ -482,7 +483,7 @@ def _clean_signal(signal: PublishedSignal) -> PublishedSignal:
         arc=fold(signal.arc, 200),
         source=fold(signal.source, SOURCE_MAX_CHARS),
         severity=signal.severity.strip().lower(),
-        text=redact(fold(signal.text, ALARM_TEXT_MAX_CHARS)),
+        text=fold(redact(signal.text[: ALARM_TEXT_MAX_CHARS * 4]), ALARM_TEXT_MAX_CHARS),
     )
 
 

@@ -1,7 +1,8 @@
 """The LLM's answer (SPEC §8), parsed once and validated into frozen values.
 
-The model is a guest: it proposes, this module decides. :func:`parse_answer` turns the answer
-text into one JSON object or raises :class:`AnswerError` (the tick maps that to exit 4).
+The model is a guest: it proposes, this module decides. :func:`parse_answer` finds the answer
+object in the text (bare, fenced, or wrapped in a little prose; it must hold at least one of the
+answer's fields) or raises :class:`AnswerError` (the tick maps that to exit 4).
 :func:`validate` checks every recommendation against what exists in the vault and returns a
 :class:`Validated` with the items that may be applied and a :class:`Rejection` for each of the
 others; valid items still apply when others are rejected.
@@ -48,7 +49,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -209,7 +210,13 @@ _FENCE_RE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)```", re.DOTALL)
 
 
 def parse_answer(text: str) -> dict[str, Any]:
-    """The one JSON object in ``text``: bare, in a code fence, or wrapped in a little prose."""
+    """The answer object in ``text``: bare, in a code fence, or wrapped in a little prose.
+
+    Candidates are tried in that order; within prose only outermost objects count (an object
+    inside one that decoded is part of it). The first candidate holding at least one of the
+    answer's fields wins. A JSON object without any of them (an echoed schema, an example, a
+    fragment of a truncated answer) is not an answer: :class:`AnswerError`, like no JSON at all.
+    """
     if not isinstance(text, str):
         raise AnswerError("the answer is not text")
     if len(text) > MAX_ANSWER_CHARS:
@@ -218,21 +225,32 @@ def parse_answer(text: str) -> dict[str, Any]:
     if not stripped:
         raise AnswerError("the answer is empty")
     decoded = _loads(stripped)
-    if decoded is not _NOTHING:
-        if isinstance(decoded, dict):
-            return decoded
+    if decoded is not _NOTHING and not isinstance(decoded, dict):
         raise AnswerError(f"the answer is JSON but not an object (a {_json_type(decoded)})")
-    for match in _FENCE_RE.finditer(stripped):
-        decoded = _loads(match.group(1).strip())
-        if isinstance(decoded, dict):
-            return decoded
-    found = _first_embedded_object(stripped)
-    if found is not None:
-        return found
+    found_object = isinstance(decoded, dict)
+    if isinstance(decoded, dict) and _is_answer(decoded):
+        return decoded
+    if decoded is _NOTHING:
+        for match in _FENCE_RE.finditer(stripped):
+            fenced = _loads(match.group(1).strip())
+            if isinstance(fenced, dict):
+                found_object = True
+                if _is_answer(fenced):
+                    return fenced
+        for embedded in _embedded_objects(stripped):
+            found_object = True
+            if _is_answer(embedded):
+                return embedded
+    if found_object:
+        raise AnswerError("the JSON object holds none of the answer's fields (" + ", ".join(_TOP_LEVEL_KEYS) + ")")
     raise AnswerError("no JSON object found in the answer")
 
 
 _NOTHING = object()
+
+
+def _is_answer(value: dict[str, Any]) -> bool:
+    return any(key in value for key in _TOP_LEVEL_KEYS)
 
 
 def _loads(text: str) -> Any:
@@ -242,21 +260,20 @@ def _loads(text: str) -> Any:
         return _NOTHING
 
 
-def _first_embedded_object(text: str) -> dict[str, Any] | None:
-    """The object starting at the earliest ``{`` that decodes: the outermost one."""
+def _embedded_objects(text: str) -> Iterator[dict[str, Any]]:
+    """The outermost objects in prose, in order; an object that decodes is skipped as a whole."""
     decoder = json.JSONDecoder()
     start = text.find("{")
     tries = 0
     while start != -1 and tries < _MAX_OBJECT_STARTS:
         tries += 1
         try:
-            value, _end = decoder.raw_decode(text, start)
+            value, end = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
-            value = None
+            value, end = None, start + 1
         if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
+            yield value
+        start = text.find("{", end)
 
 
 def _json_type(value: Any) -> str:
@@ -404,18 +421,22 @@ def clean_text(value: Any, cap: int, *, redact: Redactor = _default_redact, what
     if not isinstance(value, str):
         raise _Invalid(f"{what} is not a string")
     text = " ".join(value.split())
-    text = _UNPRINTABLE_RE.sub("", text).replace("`", "'")
-    if contains_marker_syntax(text):
-        raise _Invalid(f"{what} contains marker syntax")
-    if "[[" in text or "]]" in text:
-        raise _Invalid(f"{what} contains wikilink syntax")
+    text = " ".join(_UNPRINTABLE_RE.sub("", text).replace("`", "'").split())
+    _forbid_markup(text, what)
+    # Checked again after redaction: "[sk-...]" becomes "[[REDACTED]]", a wikilink.
     text = " ".join(redact(text).split())
-    if contains_marker_syntax(text):  # redaction never adds it; this keeps the promise local
-        raise _Invalid(f"{what} contains marker syntax")
+    _forbid_markup(text, what)
     text = _cut(text, cap)
     if not text:
         raise _Invalid(f"{what} is empty")
     return text
+
+
+def _forbid_markup(text: str, what: str) -> None:
+    if contains_marker_syntax(text):
+        raise _Invalid(f"{what} contains marker syntax")
+    if "[[" in text or "]]" in text:
+        raise _Invalid(f"{what} contains wikilink syntax")
 
 
 def _cut(text: str, cap: int) -> str:
@@ -471,7 +492,7 @@ def _scalar(value: Any, redact: Redactor) -> str:
         # Redact the whole string before cutting it: a cut secret may no longer be recognised.
         value = redact(value)[: PREVIEW_CHARS * 2]
     elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
-        return "<big number>"
+        return "(big number)"
     try:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):

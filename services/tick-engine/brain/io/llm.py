@@ -1,0 +1,455 @@
+"""The one LLM call of the tick (SPEC §8), over plain httpx: no vendor SDK.
+
+Two wire formats behind one :class:`LLMClient` protocol:
+
+* ``openai`` — chat completions, ``POST <base>/v1/chat/completions`` with
+  ``Authorization: Bearer <key>``; a JSON schema goes in ``response_format``. Works against
+  LiteLLM, vLLM, Ollama, llama.cpp's server and OpenAI itself.
+* ``anthropic`` — the Messages API, ``POST <base>/v1/messages`` with ``x-api-key`` and
+  ``anthropic-version: 2023-06-01``; a JSON schema goes in ``output_config.format``
+  (Anthropic's structured outputs).
+
+The base URL may be given with or without ``/v1`` (or even as the full endpoint); it is
+normalised once. A server that refuses the structured-output field (HTTP 400, or 422 from
+FastAPI-style gateways) is asked once more without it: older gateways and models do not know
+it, and the prompt states the schema too.
+
+Retries: 408, 429, 5xx, connection errors and timeouts are retried ``max_retries`` times with
+exponential backoff (1 s, 2 s, 4 s ... capped at 30 s); a ``Retry-After`` header is honoured up
+to 60 s. Any other 4xx fails at once. The sleep function is injectable so tests never sleep.
+
+The API key is sent, never logged, never part of an error message (error bodies quoted in an
+:class:`LLMError` are redacted and stripped of the key).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from brain.core.redaction import redact
+from brain.settings import Settings, SettingsError
+
+log = logging.getLogger(__name__)
+
+ANTHROPIC_VERSION = "2023-06-01"
+PROVIDERS = ("openai", "anthropic")
+#: First backoff delay; doubled on every retry, capped at BACKOFF_CAP_SECONDS.
+BACKOFF_BASE_SECONDS = 1.0
+BACKOFF_CAP_SECONDS = 30.0
+#: A server's Retry-After is honoured up to this many seconds.
+RETRY_AFTER_CAP_SECONDS = 60.0
+#: Longest error body quoted in an LLMError.
+_ERROR_BODY_CHARS = 300
+#: Name of the schema in OpenAI's response_format (letters, digits, ``_``, ``-``).
+SCHEMA_NAME = "brain_answer"
+#: Statuses worth another try: request timeout, rate limit (5xx are retried too).
+RETRY_STATUSES = frozenset({408, 429})
+#: Statuses with which a server refuses a request field it does not know (the schema fallback).
+SCHEMA_REFUSED_STATUSES = frozenset({400, 422})
+
+
+class LLMError(Exception):
+    """The LLM call failed (the tick reports it and exits 4)."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 0):
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    model: str
+    cost_usd: float
+    attempts: int  # HTTP requests made, retries and the schema fallback included
+    latency_ms: int  # wall time of complete(), retries included
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "attempts": self.attempts,
+            "latency_ms": self.latency_ms,
+        }
+
+
+class LLMClient(Protocol):
+    def complete(self, system: str, prompt: str, *, json_schema: dict[str, Any] | None = None) -> Completion: ...
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    url: str
+    api_key: str | None
+    model: str
+    provider: str = "openai"
+    timeout_seconds: float = 120.0
+    max_retries: int = 3
+    max_output_tokens: int = 4096
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+
+    def __repr__(self) -> str:  # the key never reaches a log line or a traceback
+        return f"LLMConfig(url={_display_url(self.url)!r}, provider={self.provider!r}, model={self.model!r})"
+
+
+def client_from_settings(
+    settings: Settings,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+) -> LLMClient | None:
+    """The configured client, or None when no ``llm_url`` is set (the AI phases are skipped).
+
+    Raises :class:`SettingsError` (exit 2) for an unknown provider or a URL that is not http(s).
+    """
+    if not settings.llm_url or not settings.llm_url.strip():
+        return None
+    config = LLMConfig(
+        url=settings.llm_url.strip(),
+        api_key=settings.llm_api_key or None,
+        model=settings.llm_model,
+        provider=settings.llm_provider.strip().lower(),
+        timeout_seconds=settings.llm_timeout_seconds,
+        max_retries=settings.llm_max_retries,
+        max_output_tokens=settings.llm_max_output_tokens,
+        price_input_per_mtok=settings.llm_price_input_per_mtok,
+        price_output_per_mtok=settings.llm_price_output_per_mtok,
+    )
+    return make_client(config, sleep=sleep, transport=transport)
+
+
+def make_client(
+    config: LLMConfig,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    transport: httpx.BaseTransport | None = None,
+) -> LLMClient:
+    if config.provider == "openai":
+        return OpenAIChatClient(config, sleep=sleep, transport=transport)
+    if config.provider == "anthropic":
+        return AnthropicMessagesClient(config, sleep=sleep, transport=transport)
+    raise SettingsError(f"BRAIN_LLM_PROVIDER: unknown provider {config.provider!r} (use one of {', '.join(PROVIDERS)})")
+
+
+def endpoint_url(base: str, path: str) -> str:
+    """``<base>/v1/<path>``, whether ``base`` ends in ``/v1``, ``/v1/<path>`` or neither."""
+    url = base.strip().rstrip("/")
+    if url.endswith("/v1/" + path):
+        return url
+    if not url.endswith("/v1"):
+        url += "/v1"
+    return f"{url}/{path}"
+
+
+def _display_url(url: str) -> str:
+    """The URL without user info (a password in a URL is a secret too)."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return "<invalid url>"
+    return str(parsed.copy_with(username=None, password=None)) if parsed.userinfo else url
+
+
+def backoff_delay(retry: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry number ``retry`` (0-based)."""
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), RETRY_AFTER_CAP_SECONDS)
+    return float(min(BACKOFF_BASE_SECONDS * (2**retry), BACKOFF_CAP_SECONDS))
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header: delta-seconds or an HTTP date; None if unreadable."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class _HTTPClient:
+    """Retries, timeouts, usage and cost; subclasses know one wire format."""
+
+    path = ""
+    schema_field = ""
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        try:
+            url = httpx.URL(config.url)
+        except (httpx.InvalidURL, TypeError, ValueError):
+            raise SettingsError("BRAIN_LLM_URL: not a valid URL") from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise SettingsError("BRAIN_LLM_URL: expected an http:// or https:// URL")
+        if config.api_key is not None and not (config.api_key.isascii() and config.api_key.isprintable()):
+            # Checked here, not at send time, where a bad header value would be a crash.
+            raise SettingsError("BRAIN_LLM_API_KEY: must be printable ASCII")
+        self.config = config
+        self.endpoint = endpoint_url(config.url, self.path)
+        self._sleep = sleep
+        self._transport = transport
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config!r})"
+
+    # -- wire format (subclasses) --
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def body(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def read(self, data: Mapping[str, Any]) -> tuple[str, int, int, str | None]:
+        """``(text, input_tokens, output_tokens, model)`` from a 200 response."""
+        raise NotImplementedError
+
+    # -- the call --
+    def complete(self, system: str, prompt: str, *, json_schema: dict[str, Any] | None = None) -> Completion:
+        started = time.monotonic()
+        schema = json_schema
+        attempts = 0
+        retries = 0
+        max_retries = max(0, self.config.max_retries)
+        timeout = httpx.Timeout(self.config.timeout_seconds)
+        with httpx.Client(timeout=timeout, transport=self._transport, follow_redirects=False) as http:
+            while True:
+                attempts += 1
+                try:
+                    try:
+                        response = http.post(
+                            self.endpoint, json=self.body(system, prompt, schema), headers=self.headers()
+                        )
+                    except httpx.TransportError as exc:
+                        raise self._post_error(exc) from None
+                    if response.status_code in SCHEMA_REFUSED_STATUSES and schema is not None:
+                        log.info(
+                            "LLM server refused the request (HTTP %d); asking once more without %s",
+                            response.status_code, self.schema_field,
+                        )
+                        schema = None
+                        continue
+                    data = self._check(response, attempts)
+                except _Retryable as exc:
+                    if retries >= max_retries:
+                        raise LLMError(
+                            f"LLM request failed after {attempts} attempt(s): {exc}",
+                            status=exc.status,
+                            attempts=attempts,
+                        ) from None
+                    delay = backoff_delay(retries, exc.retry_after)
+                    retries += 1
+                    log.warning("LLM request failed (%s); retry %d/%d in %.1fs", exc, retries, max_retries, delay)
+                    self._sleep(delay)
+                    continue
+                break
+        text, input_tokens, output_tokens, model = self._read(data, attempts)
+        cost = (
+            input_tokens * self.config.price_input_per_mtok + output_tokens * self.config.price_output_per_mtok
+        ) / 1_000_000
+        latency_ms = int((time.monotonic() - started) * 1000)
+        log.info(
+            "LLM answered: %d input + %d output tokens, ~$%.4f, %d attempt(s), %d ms",
+            input_tokens, output_tokens, cost, attempts, latency_ms,
+        )
+        return Completion(
+            text=text,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            model=model or self.config.model,
+            cost_usd=round(cost, 6),
+            attempts=attempts,
+            latency_ms=latency_ms,
+        )
+
+    def _post_error(self, exc: httpx.HTTPError) -> _Retryable:
+        kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "connection error"
+        return _Retryable(f"{kind} ({type(exc).__name__}) at {_display_url(self.endpoint)}")
+
+    def _check(self, response: httpx.Response, attempts: int) -> Mapping[str, Any]:
+        status = response.status_code
+        if status in RETRY_STATUSES or status >= 500:
+            raise _Retryable(
+                f"HTTP {status}{self._error_detail(response)}",
+                status=status,
+                retry_after=parse_retry_after(response.headers.get("retry-after")),
+            )
+        if not 200 <= status < 300:
+            raise LLMError(
+                f"LLM server answered HTTP {status} at {_display_url(self.endpoint)}{self._error_detail(response)}",
+                status=status,
+                attempts=attempts,
+            )
+        try:
+            data = response.json()
+        except (ValueError, UnicodeDecodeError):
+            raise LLMError(
+                f"LLM server answered {status} with a body that is not JSON", status=status, attempts=attempts
+            ) from None
+        if not isinstance(data, dict):
+            raise LLMError(f"LLM server answered {status} with JSON that is not an object", status=status, attempts=attempts)
+        return data
+
+    def _error_detail(self, response: httpx.Response) -> str:
+        """A short, single-line, redacted excerpt of an error body (servers put the reason there)."""
+        try:
+            text = response.text
+        except (UnicodeDecodeError, httpx.ResponseNotRead):
+            return ""
+        if self.config.api_key:  # some servers echo the key they refused
+            text = text.replace(self.config.api_key, "[REDACTED]")
+        text = " ".join(redact(text[: _ERROR_BODY_CHARS * 4]).split())
+        if not text:
+            return ""
+        if len(text) > _ERROR_BODY_CHARS:
+            text = text[: _ERROR_BODY_CHARS - 1] + "…"
+        return f": {text}"
+
+    def _read(self, data: Mapping[str, Any], attempts: int) -> tuple[str, int, int, str | None]:
+        try:
+            return self.read(data)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise LLMError(f"unexpected LLM response shape ({type(exc).__name__})", status=200, attempts=attempts) from None
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(0, int(value))
+
+
+class OpenAIChatClient(_HTTPClient):
+    path = "chat/completions"
+    schema_field = "response_format"
+
+    def headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self.config.api_key:
+            headers["authorization"] = f"Bearer {self.config.api_key}"
+        return headers
+
+    def body(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+            "max_tokens": self.config.max_output_tokens,
+            "stream": False,
+        }
+        if json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": SCHEMA_NAME, "schema": json_schema},
+            }
+        return body
+
+    def read(self, data: Mapping[str, Any]) -> tuple[str, int, int, str | None]:
+        message = data["choices"][0]["message"]
+        content = message.get("content")
+        if isinstance(content, list):  # some gateways answer with content parts
+            content = "".join(
+                part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise TypeError("content")
+        usage = data.get("usage") or {}
+        model = data.get("model")
+        return (
+            content,
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+            model if isinstance(model, str) else None,
+        )
+
+
+class AnthropicMessagesClient(_HTTPClient):
+    path = "messages"
+    schema_field = "output_config"
+
+    def headers(self) -> dict[str, str]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json",
+            "anthropic-version": ANTHROPIC_VERSION,
+        }
+        if self.config.api_key:
+            headers["x-api-key"] = self.config.api_key
+        return headers
+
+    def body(self, system: str, prompt: str, json_schema: dict[str, Any] | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "max_tokens": self.config.max_output_tokens,
+            "system": system,
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        if json_schema is not None:
+            body["output_config"] = {"format": {"type": "json_schema", "schema": json_schema}}
+        return body
+
+    def read(self, data: Mapping[str, Any]) -> tuple[str, int, int, str | None]:
+        blocks = data["content"]
+        if not isinstance(blocks, list):
+            raise TypeError("content")
+        text = "".join(
+            block["text"]
+            for block in blocks
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        )
+        usage = data.get("usage") or {}
+        # Cached prompt tokens are reported apart from input_tokens; all of them are prompt.
+        input_tokens = (
+            _count(usage.get("input_tokens"))
+            + _count(usage.get("cache_creation_input_tokens"))
+            + _count(usage.get("cache_read_input_tokens"))
+        )
+        model = data.get("model")
+        return text, input_tokens, _count(usage.get("output_tokens")), model if isinstance(model, str) else None
+
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "AnthropicMessagesClient",
+    "Completion",
+    "LLMClient",
+    "LLMConfig",
+    "LLMError",
+    "OpenAIChatClient",
+    "client_from_settings",
+    "endpoint_url",
+    "make_client",
+]

@@ -1,0 +1,267 @@
+"""``brain hook session-start`` / ``prompt-submit``: the Claude Code hooks (SPEC §12)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from brain.cli import app
+from brain.commands import hook
+
+FEED = {
+    "signals.md": (8, "# Signals\n\n- **critical** db: primary slow"),
+    "hot-arcs.md": (10, "# Hot arcs\n\n| Arc | Heat |\n|---|---|\n| [[a]] | 9 |"),
+    "amygdala-active.md": (100, "# Active alarms\n\n- **NUCLEAR** auth-broker: ban rate rising"),
+    "inject.md": (9, "# Inject\n\nAlways run the tests."),
+    "last-tick-diff.md": (5, "# Last tick\n\n- moved [[a]] to conscious"),
+}
+
+
+@pytest.fixture(autouse=True)
+def _state_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+def write_feed_file(folder: Path, name: str, priority: int | None, body: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    front = f"---\nid: {name[:-3]}-2026-11-21\ntitle: T\n"
+    if priority is not None:
+        front += f"priority: {priority}\n"
+    front += "ttl: 7200\nseverity: info\n---\n"
+    (folder / name).write_text(front + body + "\n", encoding="utf-8")
+
+
+@pytest.fixture
+def feed(tmp_path: Path) -> Path:
+    folder = tmp_path / "vault" / "brain-feed"
+    for name, (priority, body) in FEED.items():
+        write_feed_file(folder, name, priority, body)
+    (folder / "health.jsonl").write_text('{"score": 6}\n')
+    return folder
+
+
+def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(app, ["hook", *args], input=input, env=env)
+
+
+def context_of(stdout: str, event: str) -> str:
+    answer = json.loads(stdout)
+    assert list(answer) == ["hookSpecificOutput"]
+    assert list(answer["hookSpecificOutput"]) == ["hookEventName", "additionalContext"]
+    assert answer["hookSpecificOutput"]["hookEventName"] == event
+    context: str = answer["hookSpecificOutput"]["additionalContext"]
+    return context
+
+
+# --- session-start -----------------------------------------------------------------------
+
+
+def test_session_start_prints_the_hook_json_by_priority_without_frontmatter(feed: Path) -> None:
+    result = invoke("session-start", "--brain-feed", str(feed))
+    assert result.exit_code == 0 and result.stderr == ""
+    context = context_of(result.stdout, "SessionStart")
+    order = ["# Active alarms", "# Hot arcs", "# Inject", "# Signals", "# Last tick"]
+    assert [context.index(title) for title in order] == sorted(context.index(title) for title in order)
+    assert context.startswith("# Active alarms")
+    assert "priority:" not in context and "---\n" not in context and "score" not in context
+
+
+def test_equal_priorities_and_missing_priorities(tmp_path: Path) -> None:
+    folder = tmp_path / "feed"
+    write_feed_file(folder, "b.md", 5, "# B")
+    write_feed_file(folder, "a.md", 5, "# A")
+    write_feed_file(folder, "none.md", None, "# None")
+    (folder / "plain.md").write_text("# Plain, no frontmatter\n")
+    (folder / ".hidden.md").write_text("# Hidden\n")
+    text = invoke("session-start", "--brain-feed", str(folder), "--format", "text").stdout
+    assert text == "# A\n\n# B\n\n# None\n\n# Plain, no frontmatter\n"
+
+
+def test_format_text_prints_the_same_context_as_markdown(feed: Path) -> None:
+    as_json = context_of(invoke("session-start", "--brain-feed", str(feed)).stdout, "SessionStart")
+    as_text = invoke("session-start", "--brain-feed", str(feed), "--format", "text").stdout
+    assert as_text == as_json + "\n"
+
+
+def test_budget_cuts_lower_priorities_first_then_truncates(feed: Path) -> None:
+    sections = hook.read_feed(feed)
+    whole_top_two = len(sections[0].body) + 2 + len(sections[1].body)
+    budget_tokens = (whole_top_two + 40) // 4
+    result = invoke("session-start", "--brain-feed", str(feed), env={"BRAIN_FEED_TOKEN_BUDGET": str(budget_tokens)})
+    context = context_of(result.stdout, "SessionStart")
+    assert len(context) <= budget_tokens * 4
+    assert "# Active alarms" in context and "# Hot arcs" in context
+    assert "# Signals" not in context and "# Last tick" not in context
+
+    tiny = invoke("session-start", "--brain-feed", str(feed), env={"BRAIN_FEED_TOKEN_BUDGET": "12"})
+    cut = context_of(tiny.stdout, "SessionStart")
+    assert len(cut) <= 48 and cut.startswith("# Active alarms") and cut.endswith("(cut to fit the feed budget)")
+
+
+def test_assemble_fills_the_rest_with_the_first_file_that_does_not_fit() -> None:
+    sections = [hook.FeedSection("a.md", 9, "A" * 10), hook.FeedSection("b.md", 5, "line one\n" + "x" * 500)]
+    text = hook.assemble(sections, 100)
+    assert text.startswith("A" * 10 + "\n\nline one\n…") and len(text) <= 100
+    assert hook.assemble(sections, 5) == ""  # not even the top file's first line fits
+
+
+def test_disabled_prints_nothing(feed: Path) -> None:
+    result = invoke("session-start", "--brain-feed", str(feed), env={"BRAIN_ENABLED": "false"})
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "health-only", "blank-bodies"])
+def test_missing_or_empty_feed_prints_nothing(tmp_path: Path, make: str) -> None:
+    folder = tmp_path / "feed"
+    if make != "missing":
+        folder.mkdir()
+    if make == "health-only":
+        (folder / "health.jsonl").write_text("{}\n")
+    if make == "blank-bodies":
+        write_feed_file(folder, "hot-arcs.md", 10, "\n\n")
+    result = invoke("session-start", "--brain-feed", str(folder))
+    assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
+
+
+def test_no_feed_configured_prints_nothing() -> None:
+    result = invoke("session-start")
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_feed_folder_resolution(tmp_path: Path, feed: Path) -> None:
+    other = tmp_path / "source"
+    write_feed_file(other, "x.md", 1, "# From BRAIN_SOURCE_PATH")
+    chosen = invoke("session-start", "--brain-feed", str(feed), "--format", "text", env={"BRAIN_SOURCE_PATH": str(other)})
+    assert chosen.stdout == "# From BRAIN_SOURCE_PATH\n"
+    from_vault = invoke("session-start", "--format", "text", env={"BRAIN_VAULT": str(feed.parent)})
+    assert from_vault.stdout.startswith("# Active alarms")
+
+
+def test_configuration_error_exits_1_never_2(feed: Path) -> None:
+    result = invoke("session-start", "--brain-feed", str(feed), env={"BRAIN_FEED_TOKEN_BUDGET": "lots"})
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: configuration")
+    bad_format = invoke("session-start", "--brain-feed", str(feed), "--format", "yaml")
+    assert bad_format.exit_code == 1 and "bad --format" in bad_format.stderr
+
+
+# --- prompt-submit -----------------------------------------------------------------------
+
+
+def turn(feed: Path, session: str = "s-1", interval: int = 3) -> str:
+    result = invoke(
+        "prompt-submit",
+        "--brain-feed",
+        str(feed),
+        input=json.dumps({"session_id": session, "prompt": "hi", "hook_event_name": "UserPromptSubmit"}),
+        env={"BRAIN_REFRESH_INTERVAL": str(interval)},
+    )
+    assert result.exit_code == 0, result.stderr
+    out: str = result.stdout
+    return out
+
+
+def test_prompt_submit_refreshes_every_interval_only_when_the_feed_changed(feed: Path) -> None:
+    start = invoke("session-start", "--brain-feed", str(feed), input=json.dumps({"session_id": "s-1", "source": "startup"}))
+    assert start.exit_code == 0
+    assert [turn(feed) for _ in range(3)] == ["", "", ""]  # turn 3: due, but the session saw this feed
+
+    write_feed_file(feed, "intent.md", 7, "# Intent\n\nShip the amygdala.")
+    assert [turn(feed) for _ in range(2)] == ["", ""]  # turns 4, 5: not due
+    refreshed = turn(feed)  # turn 6: due and changed
+    context = context_of(refreshed, "UserPromptSubmit")
+    assert "# Intent" in context and context.startswith("# Active alarms")
+    assert [turn(feed) for _ in range(3)] == ["", "", ""]  # turn 9: due, unchanged since turn 6
+
+
+def test_prompt_submit_for_a_session_that_never_saw_the_feed(feed: Path) -> None:
+    assert turn(feed, "fresh", interval=2) == ""
+    assert "# Active alarms" in context_of(turn(feed, "fresh", interval=2), "UserPromptSubmit")
+
+
+@pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"session_id": ""}', '{"session_id": 42}'])
+def test_prompt_submit_without_a_session_prints_nothing(feed: Path, stdin: str) -> None:
+    result = invoke("prompt-submit", "--brain-feed", str(feed), input=stdin, env={"BRAIN_REFRESH_INTERVAL": "1"})
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_prompt_submit_disabled_or_zero_interval_prints_nothing(feed: Path) -> None:
+    payload = json.dumps({"session_id": "s"})
+    for env in ({"BRAIN_ENABLED": "0", "BRAIN_REFRESH_INTERVAL": "1"}, {"BRAIN_REFRESH_INTERVAL": "0"}):
+        result = invoke("prompt-submit", "--brain-feed", str(feed), input=payload, env=env)
+        assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_hostile_session_ids_stay_inside_the_state_folder(feed: Path, tmp_path: Path) -> None:
+    for session in ("../../escape", "/etc/passwd", "a" * 500, "ok-session_1"):
+        turn(feed, session, interval=1)
+    state = tmp_path / "state" / hook.STATE_SUBDIR
+    names = sorted(p.name for p in state.iterdir())
+    assert "ok-session_1.json" in names and len(names) == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state", "vault"]
+    for path in state.iterdir():
+        assert set(json.loads(path.read_text())) == {"turns", "sha256"}
+
+
+def test_corrupt_session_state_starts_over(feed: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state" / hook.STATE_SUBDIR
+    state.mkdir(parents=True)
+    (state / "s-1.json").write_text("{broken")
+    assert "# Active alarms" in context_of(turn(feed, interval=1), "UserPromptSubmit")
+
+
+# --- the fast path and the real process ---------------------------------------------------
+
+
+def test_fast_path_matches_the_typer_commands(feed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    typer_text = invoke("session-start", "--brain-feed", str(feed), "--format", "text").stdout
+    assert hook.fast_main(["session-start", f"--brain-feed={feed}", "--format", "text"]) == 0
+    assert capsys.readouterr().out == typer_text
+    for needs_typer in (["session-start", "--help"], ["session-start", "--format", "yaml"], ["other"], [],
+                        ["prompt-submit", "--format", "json"], ["session-start", "--brain-feed"]):
+        assert hook.fast_main(needs_typer) is None
+
+
+def test_fast_path_configuration_error_exits_1(feed: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("BRAIN_REFRESH_INTERVAL", "often")
+    assert hook.fast_main(["prompt-submit", "--brain-feed", str(feed)]) == 1
+    assert capsys.readouterr().err.startswith("Error: configuration")
+
+
+def run_brain(*args: str, stdin: bytes | None, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+    return subprocess.run(
+        [sys.executable, "-m", "brain", *args], input=stdin, capture_output=True, env={**clean, **env}, timeout=60,
+        stdin=subprocess.DEVNULL if stdin is None else None,
+    )
+
+
+def test_session_start_as_a_process_with_closed_or_json_stdin(feed: Path, tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    closed = run_brain("hook", "session-start", "--brain-feed", str(feed), stdin=None, env=env)
+    assert closed.returncode == 0 and context_of(closed.stdout.decode(), "SessionStart").startswith("# Active alarms")
+    with_session = run_brain(
+        "hook", "session-start", "--brain-feed", str(feed), stdin=b'{"session_id": "proc-1"}', env=env
+    )
+    assert with_session.returncode == 0 and with_session.stdout == closed.stdout
+    assert (tmp_path / "state" / hook.STATE_SUBDIR / "proc-1.json").exists()
+
+
+def test_hook_path_imports_nothing_heavy(feed: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from brain.commands.hook import fast_main\n"
+        f"fast_main(['session-start', '--brain-feed', {str(feed)!r}])\n"
+        "heavy = {'yaml', 'redis', 'httpx', 'typer', 'pydantic', 'jinja2', 'frontmatter'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert result.returncode == 0 and result.stderr.decode().strip() == "[]"
