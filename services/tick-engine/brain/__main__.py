@@ -1,3 +1,3 @@
-from brain.cli import main
+from brain.launcher import main
 
 main()

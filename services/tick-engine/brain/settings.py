@@ -100,11 +100,18 @@ class Settings:
     amygdala_group: str = _opt("brain-amygdala", "Consumer group name.", group="amygdala")
     amygdala_consumer: str | None = _opt(None, "Consumer name; empty means the host name.", group="amygdala")
     amygdala_clear_minutes: int = _opt(60, "An alarm clears after this many minutes without a new event.", group="amygdala")
+    amygdala_reclaim_idle_seconds: int = _opt(
+        60, "Messages left unacknowledged this long by another consumer are reclaimed (XAUTOCLAIM).", group="amygdala"
+    )
 
     # --- session-start hook (SPEC §12) -------------------------------------------------------
     enabled: bool = _opt(True, "`false` turns the hooks off (they print nothing).", group="hook")
     source_path: Path | None = _opt(None, "Feed folder the hooks read; empty means `--brain-feed`.", group="hook")
     refresh_interval: int = _opt(30, "`prompt-submit` re-checks the feed every this many turns.", group="hook")
+    hook_state_dir: Path | None = _opt(
+        None, "Folder of the prompt-submit per-session turn counters; empty means `$XDG_STATE_HOME/brain/hook-sessions`.",
+        group="hook",
+    )
 
     # ----------------------------------------------------------------------------------
     @property

@@ -102,6 +102,6 @@ def run(body: Callable[[], int | None]) -> NoReturn:
     raise typer.Exit(code)
 
 
-VaultOpt = typer.Option(None, "--vault", help="Vault root folder [env: BRAIN_VAULT].")
-NowOpt = typer.Option(None, "--now", help="Use this ISO-8601 instant instead of the clock [env: BRAIN_NOW].")
+VaultOpt = typer.Option(None, "--vault", help="Vault root folder (env: BRAIN_VAULT).")
+NowOpt = typer.Option(None, "--now", help="Use this ISO-8601 instant instead of the clock (env: BRAIN_NOW).")
 FeedOpt = typer.Option(None, "--brain-feed", help="Brain-feed folder (default: V/brain-feed).")

@@ -127,8 +127,8 @@ def tick(
     dry_run: bool = typer.Option(False, "--dry-run", help="Plan and report; write nothing at all."),
     as_json: bool = typer.Option(False, "--json", help="Print the tick report as JSON on stdout."),
     now: str = NowOpt,
-    llm_url: str = typer.Option(None, "--llm-url", help="LLM base URL [env: BRAIN_LLM_URL]."),
-    model: str = typer.Option(None, "--model", help="LLM model name [env: BRAIN_LLM_MODEL]."),
+    llm_url: str = typer.Option(None, "--llm-url", help="LLM base URL (env: BRAIN_LLM_URL)."),
+    model: str = typer.Option(None, "--model", help="LLM model name (env: BRAIN_LLM_MODEL)."),
 ) -> None:
     """Run a tick: keeper, prompt, LLM, apply, verify.
 

@@ -1,160 +1,256 @@
 """Secret redaction (SPEC §10): everything that leaves a session log passes through here.
 
 :func:`redact` replaces credentials with ``[REDACTED]``. It runs on every bundle string,
-arc stub, prompt and feed file, so it is one compiled pattern scanned once over the text,
-with a replacement function that keeps the non-secret context (``password=``,
-``Authorization: Bearer``, ``postgres://user:``) and swaps only the secret itself.
+arc stub, prompt and feed file, so it is built for speed: a handful of compiled patterns,
+each anchored on a literal (``sk-``, ``ghp_``, ``://``, ``secret``, ``KEY`` ...) so the
+regex engine skips ahead with a fast literal search, and each guarded by a substring
+pre-check so text without any trigger costs a few ``in`` tests. Replacement keeps the
+non-secret context (``password=``, ``Authorization: Bearer``, ``postgres://user:``) and
+swaps only the secret itself.
 
 What it covers (gitleaks-style, see ``reference/session-formats.md`` §5): private-key
-blocks; Anthropic, OpenAI, GitHub, GitLab, Slack (tokens and webhooks), AWS (access key
-ids, and the secret next to ``aws_secret_access_key``), Google (API keys, OAuth tokens and
-client secrets), Stripe, Hugging Face, npm and Telegram bot tokens; JWTs; bearer / basic
-``Authorization`` values; passwords in URL userinfo; and ``KEY=value`` / ``key: value`` /
-``"key": "value"`` assignments whose key names a secret (``password``, ``token``,
-``api_key``, ``client_secret``, ``*_SECRET``, ``*_TOKEN``, ``*_KEY``, ``*_PASS*`` ...).
+blocks; Anthropic, OpenAI, GitHub, GitLab, Slack (tokens and webhooks), Discord webhooks,
+AWS (access key ids, and the secret next to ``aws_secret_access_key``), Google (API keys,
+OAuth tokens and client secrets), Stripe, Hugging Face, npm, PyPI, DigitalOcean, Shopify,
+SendGrid and Telegram bot tokens; JWTs; bearer / basic ``Authorization`` values; passwords
+in URL userinfo; ``--password x`` style flags; and ``KEY=value`` / ``key: value`` /
+``"key": "value"`` assignments whose key names a secret (``password``, ``passwd``,
+``token``, ``secret``, ``api_key``, ``apiKey``, ``private_key``, ``access_key``,
+``client_secret``, and upper-case ``*_SECRET``, ``*_TOKEN``, ``*_KEY``, ``*_PASS*``,
+``*_PAT``, ``*_PWD`` environment names).
 
 Placeholders are left alone, so redaction is idempotent and never rewrites text that
 sanitised fixtures already carry: ``[REDACTED]``, ``REDACTED_API_KEY``,
-``[REDACTED_SIGNATURE]``, ``[REDACTED_TEXT len=… sha=…]``, ``${VAR}``, ``<your-key>``,
-``xxxx``, ``****``. Pure: no I/O.
+``[REDACTED_SIGNATURE]``, ``[REDACTED_TEXT len=… sha=…]``, ``${VAR}``, ``$VAR``,
+``<your-key>``, ``os.environ[...]``, ``xxxx``, ``****``, plain numbers (``max_tokens=4096``)
+and type names (``password: string``). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 REDACTED = "[REDACTED]"
 
-# A secret-ish value in an assignment: no whitespace, quotes or list/markup punctuation.
-_BARE = r"[^\s'\"`,;<>(){}\[\]]"
-# Names that make an assignment's value a secret. Bounded repetition keeps the scan linear.
-_SECRET_WORD = (
-    r"(?:secret|token|passw(?:or)?d|passphrase|api[_-]?key|apikey|private[_-]?key|access[_-]?key"
-    r"|account[_-]?key|auth[_-]?key|client[_-]?secret|session[_-]?key|signing[_-]?key)"
-)
-_ASSIGN_KEY = rf"(?i:[A-Za-z0-9_.-]{{0,60}}?{_SECRET_WORD}[A-Za-z0-9_.-]{{0,30}})"
-# Upper-case environment names ending in a secret-ish word: STRIPE_KEY, DB_PASS, GH_PAT.
-_ENV_KEY = r"[A-Z][A-Z0-9_]{0,60}_(?:KEY|PASS|PASSWD|PASSWORD|PWD|SECRET|TOKEN|PAT|CREDENTIALS?)(?:_[A-Z0-9]{1,20})?"
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
-_PATTERNS: list[tuple[str, str]] = [
-    # Whole PEM private-key blocks (also when cut off before the END line).
-    (
-        "pem",
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]{0,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?:[A-Za-z0-9+/=\s]|\\n|\\r)*)",
-    ),
-    # Provider tokens with recognisable prefixes.
-    ("tok", r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}"),
-    ("tok", r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-|None-)?(?=[A-Za-z0-9_-]{0,200}\d)[A-Za-z0-9_-]{20,}"),
-    ("tok", r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}"),
-    ("tok", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}"),
-    ("tok", r"(?<![A-Za-z0-9_-])gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-[A-Za-z0-9_-]{20,}"),
-    ("tok", r"(?<![A-Za-z0-9_-])xox[abeoprs]-[A-Za-z0-9-]{10,}"),
-    ("tok", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{10,}"),
-    ("tok", r"https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,}"),
-    # An access key id followed by its secret (credentials CSV, `aws configure list` output).
-    ("tok", r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}[\s,;:|\"']{1,5}[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"),
-    ("tok", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[0-9A-Z]{16}(?![A-Z0-9])"),
-    ("tok", r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}"),
-    ("tok", r"(?<![A-Za-z0-9_-])ya29\.[0-9A-Za-z_-]{20,}"),
-    ("tok", r"(?<![A-Za-z0-9_-])GOCSPX-[A-Za-z0-9_-]{20,}"),
-    ("tok", r"(?<![A-Za-z0-9_])(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{10,}"),
-    ("tok", r"(?<![A-Za-z0-9_])whsec_[A-Za-z0-9+/=]{20,}"),
-    ("tok", r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}"),
-    ("tok", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}"),
-    ("tok", r"(?<![A-Za-z0-9_])(?:pypi-AgEIcHlwaS5vcmc|dop_v1_|doo_v1_|shpat_|shpss_|SG\.)[A-Za-z0-9_.-]{20,}"),
-    ("tok", r"(?<![0-9A-Za-z_:])[0-9]{8,10}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
-    # JWTs: header.payload.signature, the header always base64url of '{"'.
-    ("tok", r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
-    # AWS secret access key written near its name, in any notation.
-    (
-        "aws",
-        r"(?i:aws_?secret_?access_?key|secretaccesskey)(?P<aws_sep>[\"']?\s{0,5}[:=]?\s{0,5}[\"']?)"
-        r"(?P<aws_val>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
-    ),
-    # Authorization headers and bare bearer tokens.
-    (
-        "auth",
-        r"(?P<auth_key>(?i:(?:proxy-)?authorization)[\"']?\s{0,5}[:=]\s{0,5}[\"']?(?i:bearer|basic|token|bot|digest)?\s{0,5})"
-        r"(?P<auth_val>[A-Za-z0-9_\-.~+/=:]{8,})",
-    ),
-    ("bearer", r"(?P<bearer_key>(?i:\bbearer)\s{1,5})(?P<bearer_val>[A-Za-z0-9_\-.~+/=]{16,})"),
-    # Passwords in URL userinfo: scheme://user:PASSWORD@host.
-    ("url", r"(?P<url_head>\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/:@'\"<>]{0,100}:)(?P<url_val>[^\s/@'\"<>]{1,200})(?=@)"),
-    # Assignments: KEY=value, key: value, "key": "value", --password value.
-    (
-        "assign",
-        rf"(?<![A-Za-z0-9_.-])(?P<as_key>{_ASSIGN_KEY}|{_ENV_KEY})(?P<as_sep>[\"']?\s{{0,5}}(?::|=|:=|=>)\s{{0,5}})"
-        rf"(?:\"(?P<as_dq>[^\"\n\\]{{1,400}})\"|'(?P<as_sq>[^'\n]{{1,400}})'|(?P<as_bare>{_BARE}{{1,400}}))",
-    ),
-    (
-        "flag",
-        r"(?P<fl_key>--(?:password|passwd|token|api-key|apikey|secret|client-secret|access-key)[ =])"
-        r"(?P<fl_val>[^\s'\"`]{4,400})",
-    ),
-]
-
-_COMBINED = re.compile("|".join(f"(?P<_{i}_{kind}>{rx})" for i, (kind, rx) in enumerate(_PATTERNS)))
-_GROUP_KIND = {f"_{i}_{kind}": kind for i, (kind, _rx) in enumerate(_PATTERNS)}
-
-# Values that are placeholders, references or types, never secrets.
+# Values that are placeholders, references, types or counts, never secrets.
 _PLACEHOLDER = re.compile(
     r"""^(?:
         .*REDACTED.*                                  # REDACTED_API_KEY, [REDACTED], redacted://...
       | \$.* | %\(.* | \{\{.* | <.*> | \[.*\]         # $VAR, ${VAR}, %(x)s, {{ x }}, <your-key>, [x]
-      | [xX*•.#_-]{3,} | (?:x{3,}|X{3,})[-_A-Za-z0-9]*   # xxxx, ****, xxx-your-key
+      | [xX*•.\#_-]{3,} | (?:x{3,}|X{3,})[-_A-Za-z0-9]*   # xxxx, ****, xxx-your-key
       | (?:your|example|dummy|fake|sample|placeholder)[-_][-_a-zA-Z0-9]* | changeme | change-me
       | true|false|null|none|nil|undefined|required|optional|string|str|bytes|number|int|integer|bool|boolean
-      | secret|password|token|hidden|masked|env|environ|process\.env.*|os\.environ.*|os\.getenv.*|getenv.*
-      | [0-9]+(?:\.[0-9]+)?                           # counts: max_tokens=4096
+      | secret|secrets|password|token|hidden|masked|env|self|this|options?|config|settings|value
+      | (?:process\.env|os\.environ|os\.getenv|getenv|env|ENV|config|settings|self|this|options?|props|args)\b.*
+      | -?[0-9]+(?:\.[0-9]+)?                         # counts: max_tokens=4096
     )$""",
     re.IGNORECASE | re.VERBOSE,
 )
 
+# The name of an assignment whose value is a secret (checked on the whole identifier).
+_SECRET_NAME = re.compile(
+    r"secret|token|passw(?:or)?d|passphrase|api[_-]?key|private[_-]?key|access[_-]?key|account[_-]?key"
+    r"|auth[_-]?key|session[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key",
+    re.IGNORECASE,
+)
+_SECRET_ENV_NAME = re.compile(
+    r"^[A-Z][A-Z0-9_]*_(?:KEY|PASS|PASSWD|PASSWORD|PWD|SECRET|TOKEN|PAT|CREDENTIALS?)(?:_[A-Z0-9]+)?$"
+)
+# Token-ish names that are never secrets even though they contain a secret word.
+_NOT_SECRET_NAME = re.compile(
+    r"tokeni[sz]e|tokens$|tokens?_?(?:count|limit|usage|budget|type|ids?)$|token_?type|keyboard"
+    r"|^keys?_?(?:path|file|id|name|type|count)$",
+    re.IGNORECASE,
+)
+
 
 def _is_placeholder(value: str) -> bool:
-    return bool(_PLACEHOLDER.match(value)) or len(value) < 4
+    return len(value) < 4 or bool(_PLACEHOLDER.match(value))
 
 
-def _replace(match: re.Match[str]) -> str:
-    group = match.lastgroup
-    kind = _GROUP_KIND.get(group or "", "tok")
+@dataclass(frozen=True)
+class _Pass:
+    """One compiled pattern; every pattern starts with a literal so the engine skips ahead fast."""
+
+    name: str
+    pattern: re.Pattern[str]
+    handler: Callable[[re.Match[str]], str]
+
+
+def _glued(match: re.Match[str], back: int = 0) -> bool:
+    """True when the match (extended ``back`` characters to the left) continues a longer word.
+
+    ``_`` and ``-`` do not glue: ``mcp__ghp_…`` and ``my-sk-…`` still hold a token.
+    """
+    start = match.start() - back
+    return start > 0 and match.string[start - 1].isalnum()
+
+
+def _whole(match: re.Match[str]) -> str:
+    """Replace the whole match, unless it is glued to a longer word or already a placeholder."""
+    if _glued(match) or "REDACTED" in match.group(0).upper():
+        return match.group(0)
+    return REDACTED
+
+
+def _openai(match: re.Match[str]) -> str:
+    """``sk-…`` keys always carry digits; ``sk-some-long-kebab-name`` is a slug, not a key."""
+    if not any(ch.isdigit() for ch in match.group(0)):
+        return match.group(0)
+    return _whole(match)
+
+
+def _value(group: str, *, lead: str = "") -> Callable[[re.Match[str]], str]:
+    """Replace only ``group`` of the match; ``lead`` lists the letters allowed just before it."""
+
+    def handler(match: re.Match[str]) -> str:
+        if lead:
+            start = match.start()
+            if start == 0 or match.string[start - 1] not in lead or _glued(match, 1):
+                return match.group(0)
+        return _swap(match, group)
+
+    return handler
+
+
+def _swap(match: re.Match[str], group: str) -> str:
+    value = match.group(group)
+    if value is None or _is_placeholder(value):
+        return match.group(0)
+    begin, end = match.span(group)
+    offset = match.start()
     text = match.group(0)
-    if "REDACTED" in text.upper() and kind in ("pem", "tok"):
-        return text
-    if kind in ("pem", "tok"):
-        return REDACTED
-    if kind == "aws":
-        return _keep(match, "aws_val")
-    if kind == "auth":
-        return _keep(match, "auth_val")
-    if kind == "bearer":
-        return _keep(match, "bearer_val")
-    if kind == "url":
-        return _keep(match, "url_val")
-    if kind == "flag":
-        return _keep(match, "fl_val")
-    for name in ("as_dq", "as_sq", "as_bare"):
-        if match.group(name) is not None:
-            return _keep(match, name)
+    return text[: begin - offset] + REDACTED + text[end - offset :]
+
+
+_VALUE_GROUPS = ("as_dq", "as_sq", "as_bare")
+
+
+def _assignment(match: re.Match[str]) -> str:
+    """``<name><sep><value>``: redact the value when the whole name (read back) is secret-ish."""
+    string, start = match.string, match.start()
+    head = start
+    while head > 0 and start - head < 80 and string[head - 1] in _KEY_CHARS:
+        head -= 1
+    name = string[head : match.end("as_tail")].strip(".-_")
+    group = next((g for g in _VALUE_GROUPS if match.group(g) is not None), None)
+    if group is None:
+        return match.group(0)
+    if _NOT_SECRET_NAME.search(name) or not (_SECRET_NAME.search(name) or _SECRET_ENV_NAME.match(name)):
+        # Not a secret name, but its value may still hold one (`cmd: "mysql --password=x"`).
+        begin, end = match.span(group)
+        offset = match.start()
+        text = match.group(0)
+        return text[: begin - offset] + _redact_assignments(text[begin - offset : end - offset]) + text[end - offset :]
+    if group == "as_bare" and string[match.end() : match.end() + 1] == "(":
+        return match.group(0)  # `token = readToken()`: code, not a value
+    return _swap(match, group)
+
+
+def _telegram(match: re.Match[str]) -> str:
+    """``<8-10 digit bot id>:<35-char secret>``: the match starts at the colon."""
+    string, start = match.string, match.start()
+    digits = start
+    while digits > 0 and start - digits <= 10 and string[digits - 1].isdigit():
+        digits -= 1
+    count = start - digits
+    glued = digits > 0 and string[digits - 1] in _WORD_CHARS and string[max(0, digits - 3) : digits] != "bot"
+    if not 8 <= count <= 10 or glued:
+        return match.group(0)
+    return ":" + REDACTED
+
+
+_B = r"[A-Za-z0-9_-]"
+_TOKEN_PATTERNS = (
+    rf"sk-{_B}{{20,}}",  # Anthropic (sk-ant-api03-, sk-ant-oat01-) and OpenAI (sk-, sk-proj-, sk-svcacct-)
+    r"gh[pousr]_[A-Za-z0-9]{30,}",
+    r"github_pat_[A-Za-z0-9_]{22,}",
+    rf"gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-{_B}{{20,}}",
+    r"xox[abeoprs]-[A-Za-z0-9-]{10,}",
+    r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{10,}",
+    rf"https://discord(?:app)?\.com/api/webhooks/[0-9]+/{_B}{{20,}}",
+    # An access key id, with the secret that follows it in a credentials CSV or `aws configure` output.
+    r"AKIA[0-9A-Z]{16}(?![A-Z0-9])(?:[\s,;:|\"']{1,5}[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+]))?",
+    r"ASIA[0-9A-Z]{16}(?![A-Z0-9])(?:[\s,;:|\"']{1,5}[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+]))?",
+    r"AIza[0-9A-Za-z_-]{35}",
+    rf"ya29\.{_B}{{20,}}",
+    rf"GOCSPX-{_B}{{20,}}",
+    r"sk_(?:live|test)_[0-9A-Za-z]{10,}",
+    r"rk_(?:live|test)_[0-9A-Za-z]{10,}",
+    r"pk_(?:live|test)_[0-9A-Za-z]{10,}",
+    r"whsec_[A-Za-z0-9+/=]{20,}",
+    r"hf_[A-Za-z0-9]{30,}",
+    r"npm_[A-Za-z0-9]{36}",
+    r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}",
+    r"do[opr]_v1_[a-f0-9]{64}",
+    r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
+    r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+    # JWT: header.payload.signature; the header is always base64url of '{"'.
+    rf"eyJ{_B}{{5,}}\.{_B}{{5,}}\.{_B}*",
+)
+_PEM = (
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:[\s\S]{0,20000}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?:[A-Za-z0-9+/=\s]|\\n|\\r)*)"
+)
+_AWS_TAIL = r"(?P<aws_sep>[\"']?\s{0,5}[:=]?\s{0,5}[\"']?)(?P<aws_val>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+_AUTH_TAIL = (
+    r"[\"']?\s{0,5}[:=]\s{0,5}[\"']?(?:(?i:bearer|basic|token|bot|digest)\s{1,5})?"
+    r"(?P<auth_val>[A-Za-z0-9_\-.~+/=:]{8,})"
+)
+_BEARER_TAIL = r"\s{1,5}(?P<bearer_val>[A-Za-z0-9_\-.~+/=]{16,})"
+_ASSIGN_TAIL = (
+    r"(?P<as_tail>[A-Za-z0-9_.-]{0,30}?)[\"']?\s{0,5}(?::=|=>|:|=)\s{0,5}"
+    r"(?:\"(?P<as_dq>[^\"\n\\]{1,400})\"|'(?P<as_sq>[^'\n]{1,400})'|(?P<as_bare>[^\s'\"`,;<>(){}\[\]]{1,400}+)(?![ \t]{0,5}(?:=|:\s)))"
+)
+# Anchors of secret-ish names; the rest of the name is read back from the text.
+_ASSIGN_ANCHORS = ("ecret", "ECRET", "oken", "OKEN", "assw", "assphrase", "PASS", "ey", "EY", "PWD", "PAT", "REDENTIAL")
+# Token counters (`input_tokens: 12`, `tokenizer:`, `token_count=`) are the common case; skip them in the engine.
+_ANCHOR_GUARD = {
+    "oken": r"(?!s(?![A-Za-z])|s_|izer|_?(?:count|type|Count|Type|usage|Usage|limit|Limit)(?![A-Za-z]))",
+    "OKEN": r"(?!S(?![A-Za-z])|S_|_?(?:COUNT|TYPE|USAGE|LIMIT)(?![A-Za-z]))",
+}
+_ASSIGN_PASSES = tuple(
+    _Pass("assign", re.compile(re.escape(anchor) + _ANCHOR_GUARD.get(anchor, "") + _ASSIGN_TAIL), _assignment)
+    for anchor in _ASSIGN_ANCHORS
+)
+
+
+def _redact_assignments(text: str) -> str:
+    for step in _ASSIGN_PASSES:
+        text = step.pattern.sub(step.handler, text)
     return text
 
 
-def _keep(match: re.Match[str], value_group: str) -> str:
-    """The match with only ``value_group`` replaced (placeholders stay as they are)."""
-    value = match.group(value_group)
-    if value is None or _is_placeholder(value):
-        return match.group(0)
-    start, end = match.span(value_group)
-    whole_start = match.start()
-    text = match.group(0)
-    return text[: start - whole_start] + REDACTED + text[end - whole_start :]
-
+_PASSES: tuple[_Pass, ...] = (
+    _Pass("pem", re.compile(_PEM), _whole),
+    _Pass("openai", re.compile(_TOKEN_PATTERNS[0]), _openai),
+    *(_Pass("token", re.compile(rx), _whole) for rx in _TOKEN_PATTERNS[1:]),
+    _Pass("telegram", re.compile(r":[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), _telegram),
+    _Pass("aws", re.compile(r"ecret(?:_access_key|AccessKey|_key)" + _AWS_TAIL), _value("aws_val")),
+    _Pass("aws", re.compile(r"ECRET(?:_ACCESS_KEY|_KEY)" + _AWS_TAIL), _value("aws_val")),
+    _Pass("auth", re.compile(r"uthorization" + _AUTH_TAIL), _value("auth_val", lead="Aa")),
+    _Pass("auth", re.compile(r"UTHORIZATION" + _AUTH_TAIL), _value("auth_val", lead="A")),
+    _Pass("bearer", re.compile(r"earer" + _BEARER_TAIL), _value("bearer_val", lead="Bb")),
+    _Pass("bearer", re.compile(r"EARER" + _BEARER_TAIL), _value("bearer_val", lead="B")),
+    _Pass("url", re.compile(r"://[^\s/:@'\"<>]{0,100}:(?P<url_val>[^\s/@'\"<>]{1,200})(?=@)"), _value("url_val")),
+    _Pass(
+        "flag",
+        re.compile(
+            r"--(?:password|passwd|token|api-key|apikey|secret|client-secret|access-key|auth-token)[ =]"
+            r"(?P<fl_val>[^\s'\"`-][^\s'\"`]{3,400})"
+        ),
+        _value("fl_val"),
+    ),
+    *_ASSIGN_PASSES,
+)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def clean_text(text: str) -> str:
@@ -168,16 +264,14 @@ def clean_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def strip_controls(text: str) -> str:
-    """``text`` without C0 control characters other than tab and newline."""
-    return _CONTROL.sub("", text)
-
-
 def redact(text: str) -> str:
     """``text`` with every recognised secret replaced by ``[REDACTED]`` (idempotent)."""
     if not text:
         return text
-    return _COMBINED.sub(_replace, clean_text(text))
+    text = clean_text(text)
+    for step in _PASSES:
+        text = step.pattern.sub(step.handler, text)
+    return text
 
 
 def redact_obj(value: Any) -> Any:
@@ -189,6 +283,3 @@ def redact_obj(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_obj(v) for v in value]
     return value
-
-
-Redactor = Callable[[str], str]

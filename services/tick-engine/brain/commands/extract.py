@@ -1,0 +1,157 @@
+"""``brain extract`` and ``brain cluster``: phase 0, session logs -> arcs (SPEC §2, §5)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from brain.commands._common import (
+    EXIT_LOCKED,
+    BrainError,
+    NowOpt,
+    UsageError,
+    VaultOpt,
+    log,
+    resolve_now,
+    run,
+    settings_from,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("extract")(extract)
+    app.command("cluster")(cluster)
+
+
+class _ProgressBar:
+    """A one-line progress bar on stderr, redrawn at most ten times a second."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self.drawn = False
+
+    def __call__(self, done: int, total: int, bytes_read: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        width = 30
+        filled = width if total <= 0 else min(width, width * done // total)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files "
+                         f"{bytes_read / 1e6:.1f} MB")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def extract(
+    agent: str = typer.Option("all", "--agent", help="claude-code, codex or all."),
+    projects_dir: Path = typer.Option(None, "--projects-dir", help="Claude Code projects folder "
+                                      "(env BRAIN_PROJECTS_DIR; default ~/.claude/projects)."),
+    codex_dir: Path = typer.Option(None, "--codex-dir", help="Codex sessions folder "
+                                   "(env BRAIN_CODEX_DIR; default ~/.codex/sessions)."),
+    since: str = typer.Option(None, "--since", help="Window start: 26h, 7d or ISO-8601 (env BRAIN_SINCE; default 26h)."),
+    until: str = typer.Option(None, "--until", help="Window end: ISO-8601 or relative like 2h (default: now)."),
+    project: str = typer.Option(None, "--project", help="Only sessions whose project or cwd contains this."),
+    min_turns: int = typer.Option(None, "--min-turns", help="Leave out sessions with fewer human turns "
+                                  "(env BRAIN_MIN_TURNS; default 5)."),
+    now: str = NowOpt,
+) -> None:
+    """Read Claude Code and Codex session logs; print the session bundle JSON on stdout.
+
+    Files modified before the window are never opened; every text field is redacted.
+
+    Example: brain extract --since 26h | brain cluster --out-dir ~/vault/clusters/$(date -u +%F) --vault ~/vault
+    """
+
+    def body() -> int:
+        from brain.pipeline.extract import ExtractError
+        from brain.pipeline.extract import extract as run_extract
+
+        s = settings_from(projects_dir=projects_dir, codex_dir=codex_dir, since=since, min_turns=min_turns, now=now)
+        instant = resolve_now(s)
+        bar = _ProgressBar() if sys.stderr.isatty() else None
+        try:
+            bundle = run_extract(s, instant, agent=agent, until=until, project=project, progress=bar)
+        except ExtractError as exc:
+            raise UsageError("bad extract request", str(exc)) from None
+        finally:
+            if bar is not None:
+                bar.close()
+        for warning in bundle.warnings:
+            log(f"warning: {warning}")
+        st = bundle.stats
+        log(f"extract: {st['sessions']} sessions ({st['sessions_found']} found) from {st['files_read']} files "
+            f"read, {st['files_skipped_by_mtime']} skipped by mtime, {st['damaged_lines']} damaged lines skipped")
+        sys.stdout.write(bundle.dumps())
+        return 0
+
+    run(body)
+
+
+def _load_bundle(bundle: str | None) -> Any:
+    source = bundle or "-"
+    try:
+        if source == "-":
+            if sys.stdin.isatty():
+                raise UsageError("no bundle", "pipe `brain extract` into `brain cluster` or pass --bundle FILE")
+            raw = sys.stdin.buffer.read()
+            where = "<stdin>"
+        else:
+            raw = Path(source).read_bytes()
+            where = source
+    except OSError as exc:
+        raise UsageError("cannot read the bundle", exc.strerror or str(exc), path=source) from None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise UsageError("the bundle is not JSON", str(exc)[:200], path=where) from None
+
+
+def cluster(
+    out_dir: Path = typer.Option(..., "--out-dir", help="Folder for new arcs, normally V/clusters/<YYYY-MM-DD>."),
+    vault: Path = VaultOpt,
+    bundle: str = typer.Option(None, "--bundle", help="Bundle file, or - for stdin (the default)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would be written; write nothing."),
+    now: str = NowOpt,
+) -> None:
+    """Turn a session bundle into arc files: new arcs in --out-dir, existing arcs updated.
+
+    With --vault (or when --out-dir is V/clusters/<date> of an existing vault) a session already in an arc anywhere in the vault updates that arc; the same bundle twice changes nothing. A JSON summary goes to stdout; --dry-run reports the same and writes nothing.
+
+    Example: brain extract --since 26h | brain cluster --out-dir ~/vault/clusters/2026-02-12 --vault ~/vault
+    """
+
+    def body() -> int:
+        from brain.core.clustering import BundleError
+        from brain.io.writer import LockHeld
+        from brain.pipeline.cluster import ClusterError, run_cluster, summary_line
+
+        s = settings_from(vault=vault, now=now)
+        instant = resolve_now(s)
+        if s.vault is not None and not s.vault.is_dir():
+            raise UsageError("vault not found", "not a folder", path=s.vault)
+        data = _load_bundle(bundle)
+        try:
+            report = run_cluster(s, instant, bundle=data, out_dir=out_dir, vault=s.vault, dry_run=dry_run)
+        except (BundleError, ClusterError) as exc:
+            raise UsageError("cannot cluster", str(exc)) from None
+        except LockHeld as exc:
+            raise BrainError("vault is locked", f"held by {exc.holder}", path=exc.path, exit_code=EXIT_LOCKED) from None
+        log(summary_line(report))
+        for problem in report.problems[:20]:
+            where = f"{problem.path}:{problem.line}" if problem.line else problem.path
+            log(f"  problem: {where}: {problem.message}")
+        sys.stdout.write(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n")
+        return 0
+
+    run(body)

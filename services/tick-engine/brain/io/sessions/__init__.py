@@ -1,0 +1,324 @@
+"""Streaming readers of agent session logs (Claude Code, Codex CLI) -> :class:`Session` values.
+
+Every reader works line by line in binary and never holds a whole file: memory depends on
+the longest line and the number of distinct records, not on the file size. A line that is
+not one JSON object (truncated by a crash, two records glued together, non-UTF-8 bytes) is
+counted in :class:`ReadStats` and skipped; complete records glued onto it are salvaged.
+Files whose mtime is older than the window are never opened (one ``os.stat`` each).
+
+``brain.io.sessions.claude`` and ``brain.io.sessions.codex`` hold the format rules; this
+module holds what they share: line decoding, prompt cleaning, joy detection, statistics.
+Gemini CLI and OpenCode logs are not read (see the docs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from brain.core.clustering import Session, is_joyful
+from brain.core.redaction import clean_text, redact
+from brain.core.timeutil import parse_instant
+
+__all__ = [
+    "AGENTS",
+    "FileCounters",
+    "Progress",
+    "ReadStats",
+    "Session",
+    "TimeRange",
+    "clean_prompt",
+    "is_joyful",
+    "iter_records",
+    "project_name",
+    "read_file",
+    "relative_file",
+    "top_tools",
+]
+
+AGENTS = ("claude-code", "codex")
+
+#: Lines longer than this are drained in chunks, counted as damaged and skipped.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+#: First / last prompts are kept this long in the bundle (after redaction).
+PROMPT_CHARS = 600
+#: Raw prompt text kept while reading: redaction runs on this much before the cut, so a
+#: secret is never cut in half before it is recognised.
+PROMPT_KEEP_CHARS = 20_000
+#: ``files_touched`` lists at most this many paths per session.
+MAX_FILES = 100
+#: ``top_tools`` lists at most this many tools per session.
+TOP_TOOLS = 8
+
+Progress = Callable[[int, int, int], None]
+"""``progress(files_done, files_total, bytes_done)``; called after each file."""
+
+
+@dataclass
+class ReadStats:
+    """What the readers saw; printed in the bundle's ``stats``."""
+
+    files_seen: int = 0
+    files_skipped_by_mtime: int = 0
+    files_read: int = 0
+    bytes_read: int = 0
+    lines_read: int = 0
+    damaged_lines: int = 0
+    salvaged_records: int = 0
+    repaired_lines: int = 0
+    duplicate_records: int = 0
+    files_without_conversation: int = 0
+    unreadable_files: int = 0
+    subagent_files: int = 0
+    orphan_subagent_files: int = 0
+    unsupported_files: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class FileCounters:
+    """Per-file damage, folded into the session and the run's :class:`ReadStats`."""
+
+    lines: int = 0
+    damaged: int = 0
+    salvaged: int = 0
+    repaired: int = 0
+    bytes: int = 0
+
+
+# ---------------------------------------------------------------------------------- lines
+
+# An unescaped '{"' that does not follow ':' ',' '[' '{' or whitespace cannot sit inside a
+# valid record: it is the start of a second record glued onto a truncated one.
+_GLUE = re.compile(r'(?<=[^\s:,\[{])\{"')
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+_DECODER = json.JSONDecoder()
+
+
+def _lines(handle: IO[bytes], counters: FileCounters) -> Iterator[bytes | None]:
+    """Raw lines; ``None`` for a line longer than MAX_LINE_BYTES (drained, never held)."""
+    while True:
+        line = handle.readline(MAX_LINE_BYTES)
+        if not line:
+            return
+        counters.bytes += len(line)
+        if len(line) == MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while True:
+                more = handle.readline(MAX_LINE_BYTES)
+                counters.bytes += len(more)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+def _salvage(text: str, counters: FileCounters) -> list[dict[str, Any]]:
+    """Complete records inside a damaged line: a record followed by junk, or glued ones."""
+    found: list[dict[str, Any]] = []
+    starts = [0, *[m.start() for m in _GLUE.finditer(text, 1)][:16]]
+    consumed = 0
+    for start in starts:
+        if start < consumed:
+            continue
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+            consumed = end
+    counters.salvaged += len(found)
+    return found
+
+
+def decode_line(raw: bytes, counters: FileCounters) -> list[dict[str, Any]]:
+    """The JSON object(s) of one line; damage is counted, never raised."""
+    counters.lines += 1
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        counters.repaired += 1
+        text = raw.decode("utf-8", "replace")
+    try:
+        value = _DECODER.decode(text)  # no strip(): the decoder skips whitespace without copying the line
+    except ValueError:
+        if not text.strip():
+            return []
+        counters.damaged += 1
+        return _salvage(text.strip(), counters)
+    if not isinstance(value, dict):
+        counters.damaged += 1
+        return []
+    if (b"\\ud" in raw or b"\\uD" in raw) and _LONE_SURROGATE.search(raw):
+        counters.repaired += 1  # the strings are sanitised by clean_text() when they leave
+    return [value]
+
+
+def iter_records(path: Path, counters: FileCounters) -> Iterator[dict[str, Any]]:
+    """Stream the JSON objects of a JSONL file; OSError propagates to the caller."""
+    with open(path, "rb", buffering=1 << 20) as handle:
+        for raw in _lines(handle, counters):
+            if raw is None:
+                counters.lines += 1
+                counters.damaged += 1
+                continue
+            yield from decode_line(raw, counters)
+
+
+def read_file(path: Path, handle: Callable[[dict[str, Any]], None], stats: ReadStats) -> FileCounters:
+    """Stream ``path`` into ``handle`` record by record; damage and size go into ``stats``."""
+    counters = FileCounters()
+    try:
+        for record in iter_records(path, counters):
+            handle(record)
+    except OSError:
+        stats.unreadable_files += 1
+    stats.files_read += 1
+    stats.bytes_read += counters.bytes
+    stats.lines_read += counters.lines
+    stats.damaged_lines += counters.damaged
+    stats.salvaged_records += counters.salvaged
+    stats.repaired_lines += counters.repaired
+    return counters
+
+
+# ---------------------------------------------------------------------------------- time
+
+
+def time_key(value: Any) -> str | None:
+    """A record timestamp as a sortable UTC string ``YYYY-MM-DDTHH:MM:SS.mmmZ``; None if unreadable."""
+    if isinstance(value, str):
+        if len(value) == 24 and value[23] == "Z" and value[10] == "T" and value[19] == ".":
+            return value  # the common case, already canonical: no parsing
+        parsed = parse_instant(value)
+    elif isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        seconds = value / 1000 if value > 1e11 else value
+        try:
+            parsed = datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    else:
+        return None
+    if parsed is None or not 1990 <= parsed.year <= 2200:
+        return None
+    return parsed.strftime("%Y-%m-%dT%H:%M:%S.") + f"{parsed.microsecond // 1000:03d}Z"
+
+
+def from_key(key: str) -> datetime:
+    parsed = parse_instant(key)
+    assert parsed is not None
+    return parsed
+
+
+@dataclass
+class TimeRange:
+    first: str | None = None
+    last: str | None = None
+
+    def add(self, key: str | None) -> None:
+        if key is None:
+            return
+        if self.first is None or key < self.first:
+            self.first = key
+        if self.last is None or key > self.last:
+            self.last = key
+
+
+@dataclass
+class PromptTrack:
+    """Human prompts of one session: count, joy, and the earliest / latest text."""
+
+    count: int = 0
+    joy: int = 0
+    first: tuple[str, str] | None = None  # (time key, raw text)
+    last: tuple[str, str] | None = None
+    _order: int = 0
+
+    def add(self, key: str | None, text: str) -> None:
+        self.count += 1
+        if is_joyful(text):
+            self.joy += 1
+        # Without a timestamp, file order decides (a key that sorts after every real one).
+        self._order += 1
+        sort_key = key or f"~{self._order:012d}"
+        kept = text[:PROMPT_KEEP_CHARS]
+        if self.first is None or sort_key < self.first[0]:
+            self.first = (sort_key, kept)
+        if self.last is None or sort_key >= self.last[0]:
+            self.last = (sort_key, kept)
+
+
+# ---------------------------------------------------------------------------------- text
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_BLANK_RUN = re.compile(r"\n\s*\n(?:\s*\n)+")
+
+def clean_prompt(text: str) -> str:
+    """Prompt text for the bundle: sanitised, redacted, control codes gone, cut to PROMPT_CHARS."""
+    text = clean_text(text[:PROMPT_KEEP_CHARS])
+    text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
+    text = _CONTROL.sub("", text)
+    text = redact(text)
+    text = _BLANK_RUN.sub("\n\n", text).strip()
+    if len(text) > PROMPT_CHARS:
+        cut = text[:PROMPT_CHARS]
+        space = cut.rfind(" ", PROMPT_CHARS - 80)
+        text = (cut[:space] if space > 0 else cut).rstrip() + " …"
+    return text
+
+
+def one_line(value: Any, limit: int = 300) -> str:
+    """A short single-line string field (cwd, branch, tool name) made safe for the bundle."""
+    if not isinstance(value, str):
+        return ""
+    text = _CONTROL.sub("", _ANSI.sub("", clean_text(value))).replace("\n", " ").strip()
+    return redact(text[:limit])
+
+
+_WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
+
+
+def project_name(cwd: str) -> str:
+    """Project identity from a working directory: its last path component.
+
+    A git worktree under the project (``<repo>/.claude/worktrees/<name>``) belongs to the
+    repository it sits in. Windows separators are understood.
+    """
+    path = cwd.replace("\\", "/").rstrip("/")
+    for marker in _WORKTREE_MARKERS:
+        index = path.find(marker)
+        if index > 0:
+            path = path[:index]
+    name = path.rsplit("/", 1)[-1]
+    return name or path or "unknown"
+
+
+def relative_file(path: str, cwd: str) -> str:
+    """``path`` relative to ``cwd`` when it lies inside it."""
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1 :]
+    return path
+
+
+def top_tools(counts: Counter[str]) -> tuple[tuple[str, int], ...]:
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return tuple((one_line(name, 80), count) for name, count in ranked[:TOP_TOOLS] if name)
+
+
+def most_common(counts: Counter[str]) -> str:
+    """The most frequent value; ties go to the one seen first."""
+    if not counts:
+        return ""
+    return counts.most_common(1)[0][0]

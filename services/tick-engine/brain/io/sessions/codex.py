@@ -1,0 +1,303 @@
+"""Codex CLI rollouts: ``<codex-dir>/YYYY/MM/DD/rollout-*.jsonl`` (``reference/session-formats.md`` §2).
+
+Rules:
+
+- One file is one session; its id is ``session_meta.id`` (else the uuid at the end of the
+  file name), its project the last component of ``session_meta.cwd`` (else the most frequent
+  ``turn_context.cwd``), its branch ``session_meta.git.branch``.
+- Both layouts are read: the ``{timestamp, type, payload}`` envelope and the older bare
+  ``SessionMeta`` / ``ResponseItem`` lines (``{"record_type": "state"}`` lines are skipped).
+- Human prompts come from ``event_msg/user_message`` (what the TUI showed) when the file has
+  any; otherwise from ``response_item/message`` with ``role: user`` (newer CLIs write only
+  those). Each prompt is logged in both places, so only one source is counted. Scaffolding
+  injected as user text (``<environment_context>``, ``# AGENTS.md instructions for``,
+  ``<permissions instructions>`` …) is never a human turn.
+- Tool calls are ``function_call``, ``custom_tool_call``, ``local_shell_call`` and
+  ``web_search_call`` items. Errors are failed commands and patches: ``exec_command_end``
+  with a non-zero ``exit_code`` or ``patch_apply_end`` with ``success: false``, or, in files
+  without those events, tool outputs reporting a non-zero exit code.
+- ``compactions`` counts ``compacted`` records (or ``context_compacted`` events).
+- Times are the minimum and maximum record ``timestamp`` (UTC), never the local-time file
+  name. Zstd-compressed rollouts (``.jsonl.zst``) are counted as unsupported.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brain.io.sessions import (
+    MAX_FILES,
+    Progress,
+    PromptTrack,
+    ReadStats,
+    Session,
+    TimeRange,
+    clean_prompt,
+    from_key,
+    most_common,
+    one_line,
+    project_name,
+    read_file,
+    relative_file,
+    time_key,
+    top_tools,
+)
+
+AGENT = "codex"
+
+#: User / developer text that the harness injected (session-formats.md §2).
+SCAFFOLDING_PREFIXES = (
+    "<permissions instructions>",
+    "<collaboration_mode>",
+    "<skills_instructions>",
+    "<plugins_instructions>",
+    "<environment_context>",
+    "<user_instructions>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "# AGENTS.md instructions for",
+)
+_TOOL_ITEMS = {"function_call": None, "custom_tool_call": None, "local_shell_call": "local_shell",
+               "web_search_call": "web_search"}
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_MOVE_TO = re.compile(r"^\*\*\* Move to: (.+)$", re.MULTILINE)
+_EXIT_TEXT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
+_EXIT_JSON = re.compile(r'"exit_code"\s*:\s*(-?\d+)')
+_REQUEST = "## My request for Codex:"
+_ROLLOUT_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+
+
+def is_scaffolding(text: str) -> bool:
+    return text.lstrip().startswith(SCAFFOLDING_PREFIXES)
+
+
+def human_text(text: str) -> str:
+    """The request part of a prompt that Codex Desktop prefixed with mentioned files."""
+    index = text.find(_REQUEST)
+    return text[index + len(_REQUEST) :].strip() if index != -1 else text.strip()
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") in ("input_text", "text", "output_text"):
+                value = block.get("text")
+                if isinstance(value, str):
+                    parts.append(value)
+    return "\n".join(parts)
+
+
+@dataclass
+class _Rollout:
+    fallback_id: str
+    session_id: str = ""
+    meta_cwd: str = ""
+    branch: str = ""
+    cwds: Counter[str] = field(default_factory=Counter)
+    times: TimeRange = field(default_factory=TimeRange)
+    events: PromptTrack = field(default_factory=PromptTrack)  # event_msg/user_message
+    items: PromptTrack = field(default_factory=PromptTrack)  # response_item/message role=user
+    assistant_items: int = 0
+    agent_events: int = 0
+    tool_calls: int = 0
+    tools: Counter[str] = field(default_factory=Counter)
+    files: dict[str, None] = field(default_factory=dict)
+    event_errors: int = 0
+    exec_events: int = 0
+    output_errors: int = 0
+    compacted: int = 0
+    compact_events: int = 0
+    records: int = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        if "payload" in record and isinstance(record.get("type"), str):
+            kind, payload = record["type"], record["payload"]
+        elif "record_type" in record:
+            return
+        elif isinstance(record.get("type"), str):
+            kind, payload = "response_item", record  # bare ResponseItem (pre-envelope rollouts)
+        elif "id" in record and ("instructions" in record or "cwd" in record or "timestamp" in record):
+            kind, payload = "session_meta", record  # bare SessionMeta
+        else:
+            return
+        if not isinstance(payload, dict):
+            return
+        self.records += 1
+        key = time_key(record.get("timestamp"))
+        if kind == "session_meta":
+            key = key or time_key(payload.get("timestamp"))
+        self.times.add(key)
+        if kind == "session_meta":
+            self._meta(payload)
+        elif kind == "turn_context":
+            cwd = payload.get("cwd")
+            if isinstance(cwd, str) and cwd:
+                self.cwds[cwd] += 1
+        elif kind == "response_item":
+            self._item(payload, key)
+        elif kind == "event_msg":
+            self._event(payload, key)
+        elif kind == "compacted":
+            self.compacted += 1
+
+    def _meta(self, payload: dict[str, Any]) -> None:
+        if not self.session_id and isinstance(payload.get("id"), str):
+            self.session_id = payload["id"]
+        if not self.meta_cwd and isinstance(payload.get("cwd"), str):
+            self.meta_cwd = payload["cwd"]
+        git = payload.get("git")
+        if not self.branch and isinstance(git, dict) and isinstance(git.get("branch"), str):
+            self.branch = git["branch"]
+
+    def _item(self, payload: dict[str, Any], key: str | None) -> None:
+        kind = payload.get("type")
+        if kind == "message":
+            role = payload.get("role")
+            if role == "user":
+                text = _content_text(payload.get("content"))
+                images = isinstance(payload.get("content"), list) and any(
+                    isinstance(b, dict) and b.get("type") == "input_image" for b in payload["content"]
+                )
+                if (text.strip() or images) and not is_scaffolding(text):
+                    self.items.add(key, human_text(text) or "[image]")
+            elif role == "assistant":
+                self.assistant_items += 1
+        elif kind in _TOOL_ITEMS:
+            self.tool_calls += 1
+            name = _TOOL_ITEMS[kind] or payload.get("name")
+            if isinstance(name, str) and name:
+                self.tools[name] += 1
+            patch = payload.get("input") if kind == "custom_tool_call" else payload.get("arguments")
+            if isinstance(patch, str) and "*** " in patch and "File: " in patch:
+                for match in _PATCH_FILE.finditer(patch):
+                    self._file(match.group(1))
+                for match in _MOVE_TO.finditer(patch):
+                    self._file(match.group(1))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            output = payload.get("output")
+            if isinstance(output, dict):
+                output = output.get("content") if isinstance(output.get("content"), str) else str(output)
+            if isinstance(output, str):
+                code = _EXIT_TEXT.search(output[:400]) or _EXIT_JSON.search(output[-400:])
+                if code and code.group(1) != "0":
+                    self.output_errors += 1
+
+    def _event(self, payload: dict[str, Any], key: str | None) -> None:
+        kind = payload.get("type")
+        if kind == "user_message":
+            text = payload.get("message")
+            images = bool(payload.get("images")) or bool(payload.get("local_images"))
+            if isinstance(text, str) and (text.strip() or images) and not is_scaffolding(text):
+                self.events.add(key, human_text(text) or "[image]")
+        elif kind == "agent_message":
+            self.agent_events += 1
+        elif kind == "exec_command_end":
+            self.exec_events += 1
+            code = payload.get("exit_code")
+            if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+                self.event_errors += 1
+        elif kind == "patch_apply_end":
+            self.exec_events += 1
+            if payload.get("success") is False:
+                self.event_errors += 1
+            changes = payload.get("changes")
+            if isinstance(changes, dict):
+                for path in changes:
+                    if isinstance(path, str):
+                        self._file(path)
+        elif kind == "context_compacted":
+            self.compact_events += 1
+
+    def _file(self, path: str) -> None:
+        if len(self.files) < MAX_FILES:
+            self.files.setdefault(path.strip(), None)
+
+    def session(self, skipped_lines: int) -> Session | None:
+        if self.records == 0 or self.times.first is None or self.times.last is None:
+            return None
+        prompts = self.events if self.events.count else self.items
+        cwd = self.meta_cwd or most_common(self.cwds)
+        first = prompts.first[1] if prompts.first else ""
+        last = prompts.last[1] if prompts.last else ""
+        files = {relative_file(path, cwd) for path in self.files}
+        return Session(
+            session_id=one_line(self.session_id or self.fallback_id, 128),
+            agent=AGENT,
+            project=one_line(project_name(cwd)) if cwd else "unknown",
+            cwd=one_line(cwd, 1000),
+            git_branch=one_line(self.branch, 200),
+            start=from_key(self.times.first),
+            end=from_key(self.times.last),
+            user_turns=prompts.count,
+            assistant_turns=max(self.assistant_items, self.agent_events),
+            tool_calls=self.tool_calls,
+            top_tools=top_tools(self.tools),
+            files_touched=tuple(sorted(one_line(p, 500) for p in files)),
+            first_prompt=clean_prompt(first),
+            last_prompt=clean_prompt(last),
+            errors=self.event_errors if self.exec_events else self.output_errors,
+            joy=prompts.joy,
+            compactions=max(self.compacted, self.compact_events),
+            subagents=0,
+            skipped_lines=skipped_lines,
+        )
+
+
+def plan(codex_dir: Path, since_ts: float | None, stats: ReadStats) -> list[Path]:
+    """Rollout files in the window, by path (``YYYY/MM/DD`` folders, plus flat ones)."""
+    found: list[Path] = []
+    stack = [codex_dir]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if folder == codex_dir or entry.name.isdigit():
+                        stack.append(Path(entry.path))
+                    continue
+                if not entry.name.startswith("rollout-"):
+                    continue
+                if entry.name.endswith(".jsonl.zst"):
+                    stats.unsupported_files += 1
+                    continue
+                if not entry.name.endswith(".jsonl") or not entry.is_file(follow_symlinks=False):
+                    continue
+                mtime = entry.stat(follow_symlinks=False).st_mtime
+            except OSError:
+                stats.unreadable_files += 1
+                continue
+            stats.files_seen += 1
+            if since_ts is not None and mtime < since_ts:
+                stats.files_skipped_by_mtime += 1
+                continue
+            found.append(Path(entry.path))
+    return sorted(found)
+
+
+def read(paths: list[Path], stats: ReadStats, progress: Progress | None = None,
+         done: int = 0, total: int = 0) -> Iterator[Session]:
+    for path in paths:
+        match = _ROLLOUT_ID.search(path.name[: -len(".jsonl")])
+        rollout = _Rollout(fallback_id=match.group(1) if match else path.stem)
+        counters = read_file(path, rollout.add, stats)
+        done += 1
+        if progress:
+            progress(done, total, stats.bytes_read)
+        session = rollout.session(counters.damaged)
+        if session is None:
+            stats.files_without_conversation += 1
+            continue
+        yield session

@@ -1,0 +1,160 @@
+"""Phase 0, part 1: session logs -> the JSON session bundle (SPEC §5).
+
+``extract`` lists and stats every transcript, opens only those modified since the window
+start, streams them into :class:`~brain.core.clustering.Session` values, keeps the
+sessions that overlap the window and pass the filters, and returns a :class:`Bundle`.
+Every string in the bundle has been through :func:`brain.core.redaction.redact`.
+
+A session is in the window when it overlaps ``[since, until]`` (its end is at or after
+``since`` and its start at or before ``until``). ``--project`` matches a case-insensitive
+substring of the project name or the cwd; ``--min-turns`` counts human turns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from brain.core.clustering import BUNDLE_VERSION, Session
+from brain.core.redaction import redact_obj
+from brain.core.timeutil import TimeParseError, iso, parse_point
+from brain.io.sessions import AGENTS, Progress, ReadStats, claude, codex
+from brain.settings import Settings
+
+AGENT_CHOICES = ("claude-code", "codex", "all")
+
+
+class ExtractError(ValueError):
+    """A bad extraction request (bad window, unknown agent): a usage error."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    generated: datetime
+    since: datetime
+    until: datetime
+    agents: tuple[str, ...]
+    filters: dict[str, Any]
+    sessions: tuple[Session, ...]
+    stats: dict[str, int]
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "version": BUNDLE_VERSION,
+            "generated": iso(self.generated),
+            "since": iso(self.since),
+            "until": iso(self.until),
+            "agents": list(self.agents),
+            "filters": self.filters,
+            "sessions": [s.to_json() for s in self.sessions],
+            "stats": self.stats,
+            "warnings": list(self.warnings),
+        }
+        redacted: dict[str, Any] = redact_obj(data)  # belt and braces: the readers redact already
+        return redacted
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass
+class _Filter:
+    since: datetime
+    until: datetime
+    project: str | None
+    min_turns: int
+    counts: dict[str, int] = field(default_factory=lambda: {
+        "sessions_found": 0, "outside_window": 0, "other_projects": 0, "below_min_turns": 0,
+    })
+
+    def keep(self, session: Session) -> bool:
+        self.counts["sessions_found"] += 1
+        if session.end < self.since or session.start > self.until:
+            self.counts["outside_window"] += 1
+            return False
+        if self.project and self.project not in session.project.lower() and self.project not in session.cwd.lower():
+            self.counts["other_projects"] += 1
+            return False
+        if session.user_turns < self.min_turns:
+            self.counts["below_min_turns"] += 1
+            return False
+        return True
+
+
+def window(settings: Settings, now: datetime, since: str | None, until: str | None) -> tuple[datetime, datetime]:
+    try:
+        start = parse_point(since or settings.since, now, what="--since")
+        end = parse_point(until, now, what="--until") if until else now
+    except TimeParseError as exc:
+        raise ExtractError(str(exc)) from None
+    if end < start:
+        raise ExtractError(f"--until ({iso(end)}) is before --since ({iso(start)})")
+    return start, end
+
+
+def extract(
+    settings: Settings,
+    now: datetime,
+    *,
+    agent: str = "all",
+    since: str | None = None,
+    until: str | None = None,
+    project: str | None = None,
+    min_turns: int | None = None,
+    progress: Progress | None = None,
+) -> Bundle:
+    """Read the session logs named by ``settings`` and return the bundle of the window."""
+    if agent not in AGENT_CHOICES:
+        raise ExtractError(f"--agent must be one of {', '.join(AGENT_CHOICES)}, not {agent!r}")
+    turns = settings.min_turns if min_turns is None else min_turns
+    if turns < 0:
+        raise ExtractError("--min-turns must be 0 or more")
+    start, end = window(settings, now, since, until)
+    agents = AGENTS if agent == "all" else (agent,)
+    stats = ReadStats()
+    warnings: list[str] = []
+    since_ts = start.timestamp()
+
+    claude_plans: list[Any] = []
+    codex_paths: list[Path] = []
+    projects_dir = settings.projects_dir.expanduser()
+    codex_dir = settings.codex_dir.expanduser()
+    if "claude-code" in agents:
+        if projects_dir.is_dir():
+            claude_plans = claude.plan(projects_dir, since_ts, stats)
+        else:
+            warnings.append(f"Claude Code projects folder not found: {projects_dir}")
+    if "codex" in agents:
+        if codex_dir.is_dir():
+            codex_paths = codex.plan(codex_dir, since_ts, stats)
+        else:
+            warnings.append(f"Codex sessions folder not found: {codex_dir}")
+
+    total = sum(len(p.mains) for p in claude_plans) + len(codex_paths)
+    keep = _Filter(start, end, project.lower() if project else None, turns)
+    sessions: dict[tuple[str, str], Session] = {}
+
+    def collect(found: Iterator[Session]) -> None:
+        for session in found:
+            if not keep.keep(session):
+                continue
+            key = (session.agent, session.session_id)
+            known = sessions.get(key)
+            if known is None or (session.end, session.user_turns) > (known.end, known.user_turns):
+                sessions[key] = session
+
+    done_claude = sum(len(p.mains) for p in claude_plans)
+    collect(claude.read(claude_plans, stats, progress, 0, total))
+    collect(codex.read(codex_paths, stats, progress, done_claude, total))
+
+    ordered = tuple(sorted(sessions.values(), key=lambda s: (s.start, s.agent, s.session_id)))
+    figures = stats.as_dict()
+    figures.update(keep.counts)
+    figures["sessions"] = len(ordered)
+    filters = {"agent": agent, "project": project, "min_turns": turns}
+    return Bundle(now, start, end, tuple(agents), filters, ordered, figures, tuple(warnings))

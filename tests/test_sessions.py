@@ -1,0 +1,452 @@
+"""Session extraction on every real fixture, plus synthesized damage (session-formats.md §1.13).
+
+Expectations are computed here by a small independent reading of the JSONL, not by the
+readers under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import brain.io.sessions as sessions_io
+from brain.cli import app
+from brain.core.clustering import Session
+from brain.pipeline.extract import Bundle, extract
+from brain.settings import Settings
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "sessions"
+CLAUDE = FIXTURES / "claude-code"
+CODEX = FIXTURES / "codex" / "sessions"
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+EVERYTHING = "4000d"
+
+pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared session fixtures not present")
+
+
+def run(projects: Path | None = None, codex: Path | None = None, **kwargs: Any) -> Bundle:
+    settings = Settings(
+        projects_dir=projects if projects is not None else Path("/nonexistent/projects"),
+        codex_dir=codex if codex is not None else Path("/nonexistent/codex"),
+    )
+    kwargs.setdefault("since", EVERYTHING)
+    kwargs.setdefault("min_turns", 0)
+    return extract(settings, NOW, **kwargs)
+
+
+def by_id(bundle: Bundle) -> dict[str, Session]:
+    return {s.session_id: s for s in bundle.sessions}
+
+
+# --- an independent, deliberately simple reading of the fixtures ------------------------
+
+HARNESS = (
+    "<command-", "<local-command-", "<system-reminder>", "<task-notification>", "Caveat:",
+    "[Request interrupted", "This session is being continued", "Warmup",
+)  # fmt: skip
+
+
+def records(path: Path) -> Iterator[dict[str, Any]]:
+    for line in path.read_bytes().splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def main_files() -> list[Path]:
+    return sorted(p for p in CLAUDE.glob("*/*.jsonl") if not p.name.startswith("agent-"))
+
+
+def human_turns(path: Path) -> int:
+    seen: set[str] = set()
+    count = 0
+    for r in records(path):
+        if r.get("type") != "user" or r.get("uuid") in seen:
+            continue
+        seen.add(r["uuid"])
+        if r.get("isMeta") or r.get("isCompactSummary") or r.get("isSidechain"):
+            continue
+        content = r["message"]["content"]
+        if isinstance(content, list):
+            if any(b.get("type") == "tool_result" for b in content):
+                continue
+            texts = [b["text"] for b in content if b.get("type") == "text" and not b["text"].startswith("<ide_")]
+            text = "\n".join(texts)
+            if not text.strip() and not any(b.get("type") == "image" for b in content):
+                continue
+        else:
+            text = content
+        if text.strip() and text.lstrip().startswith(HARNESS):
+            continue
+        count += 1
+    return count
+
+
+def tool_uses(path: Path) -> int:
+    return sum(
+        1
+        for r in records(path)
+        if r.get("type") == "assistant"
+        for b in r["message"].get("content") or []
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    )
+
+
+def has_conversation(path: Path) -> bool:
+    return any(r.get("type") in ("user", "assistant") for r in records(path))
+
+
+def agent_files_of(session_id: str) -> list[Path]:
+    found = []
+    for path in CLAUDE.rglob("agent-*.jsonl"):
+        first = next(records(path), {})
+        if first.get("sessionId") == session_id:
+            found.append(path)
+    return found
+
+
+# --- real fixtures -------------------------------------------------------------------------
+
+
+def test_every_fixture_extracts_without_failing() -> None:
+    bundle = run(CLAUDE, CODEX)
+    assert bundle.stats["damaged_lines"] == 0
+    assert bundle.stats["unreadable_files"] == 0
+    expected_claude = {p.stem for p in main_files() if has_conversation(p)}
+    expected_codex = {next(records(p))["payload"]["id"] for p in CODEX.rglob("rollout-*.jsonl")}
+    got = {(s.agent, s.session_id) for s in bundle.sessions}
+    assert got == {("claude-code", sid) for sid in expected_claude} | {("codex", sid) for sid in expected_codex}
+    json.dumps(bundle.to_json()).encode("utf-8")  # no lone surrogate anywhere
+
+
+def test_empty_summary_only_and_snapshot_only_files_are_no_sessions() -> None:
+    bundle = run(CLAUDE)
+    ids = set(by_id(bundle))
+    for stem in ("4fe49c7c-ff82-4ac7-b3f2-79c22036bd58", "4e27c414-a885-46a0-b5c8-d58e1417377d",
+                 "a95fea4a-b88a-4e49-ac07-4cc323d8700c"):
+        assert stem not in ids
+    assert bundle.stats["files_without_conversation"] == 3
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in main_files() if has_conversation(p)] if FIXTURES.is_dir() else [], ids=lambda p: p.stem[:8]
+)
+def test_human_turns_match_an_independent_count(path: Path) -> None:
+    session = by_id(run(CLAUDE))[path.stem]
+    assert session.user_turns == human_turns(path)
+
+
+def test_known_human_turn_counts() -> None:
+    sessions = by_id(run(CLAUDE))
+    assert sessions["a7da6a22-facc-4fcd-8bab-f83c87862004"].user_turns == 7
+    assert sessions["cb2e607c-c758-415a-8b45-c49e4631906a"].user_turns == 5  # IDE context dropped, prompt kept
+    assert sessions["4d5611e5-241a-462a-8d15-5122611a9569"].user_turns == 2  # compaction summary excluded
+    assert sessions["3680252d-d4e3-4416-bddd-8f5b5b4fdb7f"].user_turns == 0  # only a /model command
+    assert sessions["0d3a8e6f-290f-4105-a327-a2496e5e2a83"].user_turns == 4  # interrupts excluded, image kept
+
+
+def test_subagents_fold_into_their_parent() -> None:
+    bundle = run(CLAUDE)
+    sessions = by_id(bundle)
+    parent = sessions["cb2e607c-c758-415a-8b45-c49e4631906a"]
+    agent = CLAUDE / "-Users-dain-workspace-coderabbit-review-helper" / "agent-ea02459f.jsonl"
+    main = CLAUDE / "-Users-dain-workspace-coderabbit-review-helper" / f"{parent.session_id}.jsonl"
+    assert parent.tool_calls == tool_uses(main) + tool_uses(agent)
+    assert parent.subagents == 1
+    worktrees = sessions["ef958aa1-0e93-49f0-bb71-150f63befcd1"]
+    nested = agent_files_of(worktrees.session_id)
+    assert len(nested) == 6
+    main = next(CLAUDE.glob(f"*/{worktrees.session_id}.jsonl"))
+    assert worktrees.tool_calls == tool_uses(main) + sum(tool_uses(p) for p in nested)
+    assert worktrees.subagents == 6
+    # Warmup pings and the compaction helper are folded but not counted as subagents.
+    assert sessions["4c2ddfdc-b619-4525-8d03-1950fb1b0257"].subagents == 0
+    assert sessions["4d5611e5-241a-462a-8d15-5122611a9569"].subagents == 1
+    assert sessions["4d5611e5-241a-462a-8d15-5122611a9569"].compactions == 1
+
+
+def test_agent_files_never_appear_as_sessions() -> None:
+    bundle = run(CLAUDE)
+    agent_ids = {p.stem.removeprefix("agent-") for p in CLAUDE.rglob("agent-*.jsonl")}
+    for session in bundle.sessions:
+        assert not session.session_id.startswith("agent-")
+        assert session.session_id not in agent_ids
+    assert bundle.stats["orphan_subagent_files"] == 1  # agent-41be4aa9: its parent is not in the set
+
+
+def test_project_comes_from_cwd_not_the_folder_name() -> None:
+    sessions = by_id(run(CLAUDE, CODEX))
+    assert sessions["3680252d-d4e3-4416-bddd-8f5b5b4fdb7f"].project == "danieldemmel.me-next"
+    assert sessions["29ccd257-68b1-427f-ae5f-6524b7cb6f20"].project == "claude_p"
+    assert sessions["019e1625-789d-76c0-80ab-3724b5ddb799"].project == "codemie-code"
+    assert sessions["019e1625-789d-76c0-80ab-3724b5ddb799"].git_branch == "feat/codex-agent-plugin"
+
+
+def test_times_come_from_records() -> None:
+    sessions = by_id(run(CLAUDE, CODEX))
+    long_codex = sessions["019c8a59-e9dd-71f0-9ae3-4079fe9726a9"]
+    assert long_codex.start.isoformat().startswith("2026-02-23T11:54")
+    assert long_codex.end.isoformat().startswith("2026-02-24T12:09")
+    fe = sessions["fe869ecb-c176-478f-9734-7e4b8ef12cff"]  # has a timestamp that goes backwards
+    stamps = [r["timestamp"] for r in records(next(CLAUDE.glob("*/fe869ecb*.jsonl"))) if "timestamp" in r]
+    assert fe.start == datetime.fromisoformat(min(stamps).replace("Z", "+00:00"))
+
+
+def independent_codex_prompts(path: Path) -> int:
+    scaffolding = ("<environment_context>", "# AGENTS.md instructions", "<permissions instructions>")
+    events = [r for r in records(path) if r.get("type") == "event_msg" and r["payload"].get("type") == "user_message"]
+    return sum(1 for r in events if not r["payload"]["message"].lstrip().startswith(scaffolding))
+
+
+def test_codex_sessions() -> None:
+    sessions = by_id(run(codex=CODEX))
+    assert len(sessions) == 5
+    for path in CODEX.rglob("rollout-*.jsonl"):
+        sid = next(records(path))["payload"]["id"]
+        assert sessions[sid].user_turns == independent_codex_prompts(path), path.name
+        calls = sum(1 for r in records(path) if r.get("type") == "response_item"
+                    and r["payload"].get("type") in ("function_call", "custom_tool_call", "web_search_call"))
+        assert sessions[sid].tool_calls == calls
+    tui = sessions["019e1625-789d-76c0-80ab-3724b5ddb799"]
+    assert tui.first_prompt == "show tools"  # the AGENTS.md scaffolding is no prompt
+    assert tui.errors == 4  # exec_command_end with non-zero exit codes
+    assert sessions["019c8a59-e9dd-71f0-9ae3-4079fe9726a9"].compactions == 1
+    desktop = sessions["019e1695-0522-7c83-8b39-0dd379793f80"]
+    assert desktop.first_prompt.startswith("analyze trascript")  # the request, not the file list
+
+
+def test_filters() -> None:
+    everything = run(CLAUDE, CODEX)
+    assert len(run(CLAUDE, CODEX, agent="codex").sessions) == 5
+    only = run(CLAUDE, CODEX, project="spotter")
+    assert {s.project for s in only.sessions} == {"spotter", "spotter-dov"}
+    five = run(CLAUDE, CODEX, min_turns=5)
+    assert all(s.user_turns >= 5 for s in five.sessions) and len(five.sessions) < len(everything.sessions)
+    window = run(CLAUDE, CODEX, since="2026-02-01T00:00:00Z", until="2026-02-28T00:00:00Z")
+    assert window.sessions and all(
+        s.end >= datetime(2026, 2, 1, tzinfo=UTC) and s.start <= datetime(2026, 2, 28, tzinfo=UTC)
+        for s in window.sessions
+    )
+
+
+# --- synthesized damage --------------------------------------------------------------------
+
+SID = "11111111-2222-4333-8444-555555555555"
+
+
+def user(uuid: str, text: str, ts: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "user", "uuid": uuid, "sessionId": SID, "timestamp": ts, "cwd": "/work/demo-app",
+            "gitBranch": "main", "message": {"role": "user", "content": text}, **extra}
+
+
+def assistant(uuid: str, mid: str, ts: str, tool: str | None = None) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": "ok"}]
+    if tool:
+        content.append({"type": "tool_use", "id": f"toolu_{uuid}", "name": tool, "input": {"file_path": "/work/demo-app/a.py"}})
+    return {"type": "assistant", "uuid": uuid, "sessionId": SID, "timestamp": ts, "cwd": "/work/demo-app",
+            "message": {"id": mid, "role": "assistant", "content": content}}
+
+
+def line(record: dict[str, Any]) -> bytes:
+    return json.dumps(record).encode() + b"\n"
+
+
+def project_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "projects" / "-work-demo-app"
+    folder.mkdir(parents=True)
+    return folder
+
+
+def test_truncated_and_glued_lines_are_skipped_counted_and_salvaged(tmp_path: Path) -> None:
+    folder = project_dir(tmp_path)
+    first = line(user("u1", "build the parser please", "2026-05-01T10:00:00.000Z"))
+    truncated = line(assistant("a1", "m1", "2026-05-01T10:00:05.000Z", "Edit"))[:60]  # cut mid-record, no newline
+    glued = line(user("u2", "now add the tests", "2026-05-01T10:05:00.000Z"))
+    broken_mid = b'{"type":"user","uuid":"u9","message":{"role":"user","content":"lost\n'
+    last = line(assistant("a2", "m2", "2026-05-01T10:06:00.000Z", "Write"))[:-30]  # final line cut, no newline
+    (folder / f"{SID}.jsonl").write_bytes(first + truncated + glued + broken_mid + last.rstrip(b"\n"))
+    bundle = run(folder.parent)
+    session = by_id(bundle)[SID]
+    assert session.user_turns == 2  # the glued record was salvaged
+    assert bundle.stats["damaged_lines"] == 3
+    assert bundle.stats["salvaged_records"] == 1
+    assert session.skipped_lines == 3
+    assert session.last_prompt == "now add the tests"
+
+
+def test_two_complete_records_on_one_line(tmp_path: Path) -> None:
+    folder = project_dir(tmp_path)
+    a = json.dumps(user("u1", "first prompt", "2026-05-01T10:00:00.000Z")).encode()
+    b = json.dumps(user("u2", "second prompt", "2026-05-01T10:01:00.000Z")).encode()
+    (folder / f"{SID}.jsonl").write_bytes(a + b + b"\n")
+    bundle = run(folder.parent)
+    assert by_id(bundle)[SID].user_turns == 2
+    assert bundle.stats["damaged_lines"] == 1 and bundle.stats["salvaged_records"] == 2
+
+
+def test_lone_surrogates_and_non_utf8_bytes(tmp_path: Path) -> None:
+    folder = project_dir(tmp_path)
+    surrogate = b'{"type":"user","uuid":"u1","sessionId":"' + SID.encode() + (
+        b'","timestamp":"2026-05-01T10:00:00.000Z","cwd":"/work/demo-app",'
+        b'"message":{"role":"user","content":"fix the emoji \\ud83d bug"}}\n'
+    )
+    raw = line(user("u2", "bytes XX here", "2026-05-01T10:01:00.000Z")).replace(b"XX", b"\xff\xfe")
+    (folder / f"{SID}.jsonl").write_bytes(surrogate + raw)
+    bundle = run(folder.parent)
+    session = by_id(bundle)[SID]
+    assert session.user_turns == 2
+    assert bundle.stats["repaired_lines"] == 2
+    assert "\ufffd" in session.first_prompt and "\ufffd" in session.last_prompt
+    bundle.dumps().encode("utf-8")
+
+
+def test_resume_duplicates_are_counted_once(tmp_path: Path) -> None:
+    folder = project_dir(tmp_path)
+    history = [
+        user("u1", "start the refactor", "2026-05-01T10:00:00.000Z"),
+        assistant("a1", "m1", "2026-05-01T10:00:05.000Z", "Edit"),
+        assistant("a1b", "m1", "2026-05-01T10:00:06.000Z", "Read"),  # same API response, second block
+        user("u2", "continue with the next file", "2026-05-01T10:10:00.000Z"),
+    ]
+    original = folder / f"{SID}.jsonl"
+    original.write_bytes(b"".join(line(r) for r in history) + line(history[0]))  # compaction repeat in the file
+    resumed_id = "99999999-2222-4333-8444-555555555555"
+    resumed = [dict(r, sessionId=resumed_id) for r in history] + [
+        dict(user("u3", "and finish it", "2026-05-02T09:00:00.000Z"), sessionId=resumed_id),
+    ]
+    (folder / f"{resumed_id}.jsonl").write_bytes(b"".join(line(r) for r in resumed))
+    os.utime(original, (1_700_000_000, 1_700_000_000))  # older file: read first
+    bundle = run(folder.parent)
+    sessions = by_id(bundle)
+    assert sessions[SID].user_turns == 2
+    assert sessions[SID].assistant_turns == 1  # one message id over two records
+    assert sessions[SID].tool_calls == 2
+    assert sessions[resumed_id].user_turns == 1  # only what the resume added
+    assert sessions[resumed_id].start.isoformat().startswith("2026-05-02")
+    assert bundle.stats["duplicate_records"] == 5
+
+
+def test_a_five_megabyte_line(tmp_path: Path) -> None:
+    folder = project_dir(tmp_path)
+    big = user("u2", "x", "2026-05-01T10:01:00.000Z")
+    big["message"]["content"] = [{"type": "tool_result", "tool_use_id": "t", "content": "y" * 5_000_000}]
+    (folder / f"{SID}.jsonl").write_bytes(
+        line(user("u1", "read the big file", "2026-05-01T10:00:00.000Z")) + line(big)
+        + line(user("u3", "thanks, perfect", "2026-05-01T10:02:00.000Z"))
+    )
+    session = by_id(run(folder.parent))[SID]
+    assert session.user_turns == 2 and session.joy == 1
+
+
+def test_old_files_are_never_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = project_dir(tmp_path)
+    old = folder / "00000000-0000-4000-8000-000000000001.jsonl"
+    new = folder / "00000000-0000-4000-8000-000000000002.jsonl"
+    for path, day in ((old, "01"), (new, "31")):
+        path.write_bytes(line(dict(user("u" + path.stem[-1], "hello there", f"2026-05-{day}T10:00:00.000Z"),
+                                   sessionId=path.stem)))
+    os.utime(old, (NOW.timestamp() - 40 * 86400,) * 2)
+    os.utime(new, (NOW.timestamp() - 3600,) * 2)
+    codex_dir = tmp_path / "codex" / "2026" / "04" / "01"
+    codex_dir.mkdir(parents=True)
+    old_rollout = codex_dir / "rollout-2026-04-01T10-00-00-019e0000-0000-7000-8000-000000000000.jsonl"
+    old_rollout.write_text("{}\n")
+    os.utime(old_rollout, (NOW.timestamp() - 40 * 86400,) * 2)
+    opened: list[str] = []
+    real_open = open
+
+    def spy(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(sessions_io, "open", spy, raising=False)
+    bundle = run(folder.parent, tmp_path / "codex", since="26h")
+    assert [s.session_id for s in bundle.sessions] == [new.stem]
+    assert str(old) not in opened and str(old_rollout) not in opened
+    assert str(new) in opened
+    assert bundle.stats["files_skipped_by_mtime"] == 2
+
+
+def test_an_old_flat_subagent_named_by_its_parent_is_still_folded(tmp_path: Path) -> None:
+    source = CLAUDE / "-Users-dain-workspace-coderabbit-review-helper"
+    folder = tmp_path / "projects" / source.name
+    shutil.copytree(source, folder)
+    os.utime(folder / "agent-ea02459f.jsonl", (NOW.timestamp() - 40 * 86400,) * 2)
+    os.utime(folder / "cb2e607c-c758-415a-8b45-c49e4631906a.jsonl", (NOW.timestamp() - 3600,) * 2)
+    session = by_id(run(folder.parent, since="2000d"))["cb2e607c-c758-415a-8b45-c49e4631906a"]
+    assert session.subagents == 1
+    recent_only = run(folder.parent, since="26h")
+    assert recent_only.sessions == ()  # the session itself is older than the window
+    assert by_id(run(folder.parent, since="4000d", until="2030-01-01T00:00:00Z"))[session.session_id].subagents == 1
+
+
+def test_codex_old_bare_lines_and_damage(tmp_path: Path) -> None:
+    day = tmp_path / "codex" / "2025" / "08" / "01"
+    day.mkdir(parents=True)
+    sid = "0198aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+    lines = [
+        {"id": sid, "timestamp": "2025-08-01T09:00:00.000Z", "instructions": None,
+         "git": {"branch": "dev"}, "cwd": "/srv/legacy-tool"},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>x"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "migrate the config"}]},
+        {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+    ]
+    body = b"".join(line(r) for r in lines) + b'{"type":"message","role":"us'
+    (day / f"rollout-2025-08-01T12-00-00-{sid}.jsonl").write_bytes(body)
+    bundle = run(codex=tmp_path / "codex")
+    session = by_id(bundle)[sid]
+    assert session.user_turns == 1 and session.first_prompt == "migrate the config"
+    assert session.tool_calls == 1 and session.git_branch == "dev" and session.project == "legacy-tool"
+    assert session.skipped_lines == 1
+
+
+def test_secrets_never_reach_the_bundle(tmp_path: Path) -> None:
+    folder = project_dir(tmp_path)
+    key = "sk-ant-api03-" + "Q" * 50 + "9"
+    (folder / f"{SID}.jsonl").write_bytes(
+        line(user("u1", f"use ANTHROPIC_API_KEY={key} for the test", "2026-05-01T10:00:00.000Z"))
+    )
+    text = run(folder.parent).dumps()
+    assert key not in text and "[REDACTED]" in text
+
+
+# --- command line ------------------------------------------------------------------------------------------
+
+
+def test_cli_extract_prints_the_bundle_on_stdout() -> None:
+    result = CliRunner().invoke(app, ["extract", "--projects-dir", str(CLAUDE), "--codex-dir", str(CODEX),
+                                      "--since", EVERYTHING, "--min-turns", "1", "--now", "2026-06-01T00:00:00Z"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["version"] == 1 and data["generated"] == "2026-06-01T00:00:00Z"
+    assert all(s["user_turns"] >= 1 for s in data["sessions"])
+    assert "extract:" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", "gemini"], "--agent must be one of"),
+        (["--since", "yesterday-ish"], "--since"),
+        (["--since", "1h", "--until", "3h"], "before --since"),
+        (["--min-turns", "-1"], "--min-turns"),
+    ],
+)
+def test_cli_extract_bad_flags_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["extract", "--projects-dir", str(CLAUDE), *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_cli_extract_help_has_an_example() -> None:
+    result = CliRunner().invoke(app, ["extract", "--help"])
+    assert result.exit_code == 0 and "Example: brain extract" in result.stdout
