@@ -104,7 +104,7 @@ def _yaml_only(text: str) -> object:
     from brain.core.frontmatter import _Loader
 
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError:
         return "error"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from brain.core import frontmatter
-from tests.support.vaults import NOW, arc_text, run_tick_json, tree_digest, write_arc
+from tests.support.vaults import arc_text, run_tick_json, tree_digest, write_arc
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -259,7 +259,7 @@ def test_signal_tombstone_lifecycle(vault: Path) -> None:
     body = ("<!-- @signal severity=resolved source=db owner=ops cleared_at=2026-11-21T12:00:00Z -->\n"
             "DB failover. (CLEARED: replica promoted)\n<!-- @/signal -->\n")
     path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-db-0123456789ab", body=body, status="resolved")
-    _, report = run_tick_json(vault, now="2026-11-21T12:00:00Z")
+    _, _report = run_tick_json(vault, now="2026-11-21T12:00:00Z")
     assert "@signal" in path.read_text()  # the tick that cleared it: absent from the feed, block kept
     assert "DB failover" not in (vault / "brain-feed/signals.md").read_text()
     tick_report = run_tick_json(vault, now="2026-11-21T14:00:00Z")[1]
@@ -312,7 +312,7 @@ def test_feed_stays_within_budget_and_keeps_critical_signals(vault: Path) -> Non
 
 def test_tick_id_and_report_shape(vault: Path) -> None:
     build_golden_vault(vault)
-    code, report = run_tick_json(vault)
+    _code, report = run_tick_json(vault)
     assert set(report) == {"tick_id", "now", "dry_run", "no_ai", "phases", "stats", "changes", "rejected",
                            "problems", "exit_code"}
     assert set(report["phases"]) == {"keeper", "prompt", "llm", "apply", "verify"}

@@ -64,7 +64,7 @@ def write_arc(vault: Path, folder: str, cluster_id: str, **kwargs: Any) -> Path:
 def tree_digest(root: Path, *, include_state: bool = True) -> dict[str, str]:
     """path -> sha1 of every file under ``root`` (``.brain`` included unless told otherwise)."""
     out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         if not include_state and ".brain" in Path(dirpath).relative_to(root).parts[:1]:
             continue
         for name in filenames:

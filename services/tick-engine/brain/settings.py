@@ -154,7 +154,7 @@ def _field_type(name: str) -> str:
     if not _TYPES:
         for f in fields(Settings):
             _TYPES[f.name] = str(f.type)
-    return _TYPES[name]
+    return str(_TYPES[name])
 
 
 def _coerce(name: str, value: Any) -> Any:

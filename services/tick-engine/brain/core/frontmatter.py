@@ -212,7 +212,7 @@ def load(frontmatter: str) -> dict[str, Any]:
     if simple is not None:
         return simple
     try:
-        value = yaml.load(frontmatter, Loader=_Loader)  # noqa: S506 - safe loader subclass
+        value = yaml.load(frontmatter, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the '---' line

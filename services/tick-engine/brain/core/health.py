@@ -79,7 +79,7 @@ def render_svg(rows: list[dict[str, Any]], width: int = 720, height: int = 300) 
         return points
 
     counts = [float(r.get(k) or 0) for r in rows for k in ("arcs", "signals") if isinstance(r.get(k), int | float)]
-    right_top = max(counts + [1.0])
+    right_top = max([*counts, 1.0])
     lines = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         'font-family="sans-serif" font-size="11">',

@@ -188,8 +188,9 @@ def render(text: str, decision: ArcDecision) -> str:
         document = frontmatter.split(body)
         assert document.frontmatter is not None
     if updates:
-        simple = frontmatter.set_scalars(document.frontmatter, updates)  # type: ignore[arg-type]
-        new_front = simple if simple is not None else frontmatter.set_keys(document.frontmatter, updates)
+        front = document.frontmatter or ""
+        simple = frontmatter.set_scalars(front, updates)  # type: ignore[arg-type]
+        new_front = simple if simple is not None else frontmatter.set_keys(front, updates)
         document = dataclasses.replace(document, frontmatter=new_front)
     return document.render()
 

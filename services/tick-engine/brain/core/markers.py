@@ -178,14 +178,14 @@ def parse(text: str, *, first_line: int = 1) -> tuple[list[Marker], list[MarkerP
         if kind not in MARKER_TYPES:
             problems.append(MarkerProblem(line, f"unknown marker type @{kind}"))
             continue
-        attrs = parse_attrs(raw_attrs)
-        if attrs is None:
+        parsed_attrs = parse_attrs(raw_attrs)
+        if parsed_attrs is None:
             problems.append(MarkerProblem(line, f"malformed attributes in @{kind} marker: {raw_attrs.strip()[:60]!r}"))
             continue
         if kind in INLINE_ONLY_TYPES:
-            markers.append(Marker(kind, attrs, None, line, start, match.end(), match.end()))
+            markers.append(Marker(kind, parsed_attrs, None, line, start, match.end(), match.end()))
         else:
-            pending.append((kind, attrs, line, start, match.end()))
+            pending.append((kind, parsed_attrs, line, start, match.end()))
     _report_unclosed_tags(text, covered_until, len(text), code, lines, shift, problems)
 
     for kind, attrs, line, start, open_end in pending:

@@ -162,8 +162,9 @@ def before_image(root: Path, op: dict[str, Any]) -> bytes | None:
     if op.get("before") is None:
         return None
     with (root / op["pack"]).open("rb") as handle:
-        handle.seek(op["offset"])
-        return handle.read(op["length"])
+        handle.seek(int(op["offset"]))
+        data: bytes = handle.read(int(op["length"]))
+    return data
 
 
 @dataclass

@@ -9,6 +9,7 @@ from pathlib import Path
 from brain.core import feed, keeper
 from brain.core.model import Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
+from brain.core.redaction import redact
 from brain.io.vault import ChangedError, Snapshot, expect_of, read_current
 from brain.settings import Settings
 
@@ -108,7 +109,7 @@ def plan_keeper(
     if intent_text is not None:
         intent = feed.FeedFile(feed.INTENT, "Operator Intent", 7, "info", date, s.feed_ttl_seconds,
                                "# Operator intent\n")
-        first, _, rest = feed.redact(intent_text).strip().partition("\n")
+        first, _, rest = redact(intent_text).strip().partition("\n")
         intent.items.append(feed.FeedItem(first))
         if rest.strip():
             intent.items.append(feed.FeedItem(rest.strip(), feed.RANK_INTENT))

@@ -15,12 +15,10 @@ from typing import Any
 
 from brain import __version__
 from brain.core import feed
-from brain.core.keeper import valid_until
-from brain.core.timeutil import parse_instant
-from brain.core.keeper import KeeperDecisions, in_conscious
-from brain.core.vocab import TOMBSTONE_STATUSES
+from brain.core.keeper import KeeperDecisions, in_conscious, valid_until
 from brain.core.model import Problem
-from brain.core.timeutil import iso
+from brain.core.timeutil import iso, parse_instant
+from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.io import writer
 from brain.io.atomic import append_line, atomic_write
 from brain.io.vault import Snapshot, listing_of, scan
