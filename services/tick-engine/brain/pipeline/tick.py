@@ -60,6 +60,7 @@ class TickReport:
     problems: list[Problem] = field(default_factory=list)
     exit_code: int = EXIT_OK
     health: dict[str, Any] = field(default_factory=dict)
+    amygdala_failed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         seen: set[tuple[str, int | None, str]] = set()
@@ -265,6 +266,8 @@ def _run_locked(
         report.problems.extend(failures)
         report.exit_code = EXIT_VERIFY
 
+    _publish_alarms(report, s, now, vault, snapshot)
+
     markers_all = [m for note in snapshot.notes.values() for m in note.markers]
     report.stats.update({
         "arcs": len(decisions.arcs) + sum(len(p) for p in decisions.duplicates.values()),
@@ -282,6 +285,35 @@ def _run_locked(
     if not dry_run:
         writer.prune_journals(vault, s.journal_keep)
         _save_state(report, s, now, vault, feed_dir, decisions)
+
+
+def _publish_alarms(report: TickReport, s: Settings, now: datetime, vault: Path, snapshot: Snapshot) -> None:
+    """Critical and nuclear signals reach the fleet over Redis, once per state change (SPEC §11)."""
+    if not s.redis_url:
+        return
+    from brain.core.amygdala import PublishedSignal
+    from brain.core.redaction import redact
+    from brain.core.vocab import ALARM_SEVERITIES
+    from brain.io.amygdala import publish_signal_changes
+
+    alarms = [
+        PublishedSignal(
+            arc=note.arc.cluster_id if note.arc is not None else note.path.removesuffix(".md"),
+            source=marker.attr("source") or "",
+            severity=marker.attr("severity") or "",
+            text=redact(" ".join(marker.text.split())),
+        )
+        for note in snapshot.notes.values()
+        if not (note.path.startswith("amygdala/"))  # alarms the consumer wrote are not re-published
+        for marker in note.markers
+        if marker.type == "signal" and marker.attr("severity") in ALARM_SEVERITIES
+    ]
+    published = publish_signal_changes(s, vault, alarms, report.tick_id, now, dry_run=report.dry_run)
+    report.phases["keeper"]["amygdala"] = published.as_dict()
+    if published.error:
+        report.amygdala_failed = True
+        report.problems.append(Problem(".brain/amygdala-published.json", None,
+                                       f"amygdala publish failed ({published.error}); the next tick publishes"))
 
 
 def _fast_path(report: TickReport, s: Settings, now: datetime, vault: Path, feed_dir: Path,
@@ -305,7 +337,12 @@ def _save_state(report: TickReport, s: Settings, now: datetime, vault: Path, fee
                 decisions: KeeperDecisions) -> None:
     """Remember this verified outcome so an unchanged vault can skip the work next time."""
     path = vault / STATE_FILE
-    if report.exit_code != 0 or report.result.conflicts or report.phases.get("apply", {}).get("ms") is not None:
+    if (
+        report.exit_code != 0
+        or report.result.conflicts
+        or report.amygdala_failed
+        or report.phases.get("apply", {}).get("ms") is not None
+    ):
         path.unlink(missing_ok=True)
         return
     state = {
