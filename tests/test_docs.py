@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
-import click
 import pytest
 import typer.main
 
@@ -61,8 +61,9 @@ def test_alias_is_documented() -> None:
 def cli_commands() -> list[str]:
     from brain.cli import app
 
-    def walk(command: click.Command, prefix: str) -> list[str]:
-        if isinstance(command, click.Group):
+    # typer >= 0.29 vendors click; groups are recognised by their ``commands`` mapping.
+    def walk(command: Any, prefix: str) -> list[str]:
+        if isinstance(getattr(command, "commands", None), dict):
             return [
                 name for key, sub in sorted(command.commands.items()) for name in walk(sub, f"{prefix} {key}")
             ]
@@ -71,7 +72,7 @@ def cli_commands() -> list[str]:
     if not app.registered_commands and not app.registered_groups:
         return []
     root = typer.main.get_command(app)
-    if not isinstance(root, click.Group):  # a single command collapses into the app
+    if not isinstance(getattr(root, "commands", None), dict):  # a single command collapses into the app
         return [app.registered_commands[0].name or ""]
     return walk(root, "")
 
