@@ -67,3 +67,39 @@ def test_second_tick_plans_nothing_and_arcs_are_never_lost(arcs: list[dict], cap
             assert len(arc_files) == len(arcs)
         finally:
             del os.environ["BRAIN_CONSCIOUS_CAP"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(spec=arc, now_hours=st.integers(0, 24 * 60), frontmatter_comment=st.booleans())
+def test_the_keepers_predicted_note_equals_a_real_parse(spec: dict, now_hours: int,
+                                                        frontmatter_comment: bool) -> None:
+    """verify trusts predicted notes for the files the keeper wrote; they must match a parse exactly."""
+    import hashlib
+    from datetime import UTC, datetime, timedelta
+
+    from brain.core import keeper
+    from brain.core.model import parse_note
+    from brain.settings import DEFAULTS
+    from tests.support.vaults import arc_text
+
+    text = arc_text("2026-11-01-arc-0123456789ab", status=spec["status"], region=spec["region"],
+                    heat=spec["heat"], sessions=[f"s{k}" for k in range(spec["sessions"])],
+                    tool_calls=spec["tool_calls"], joy=spec["joy"], last_active=spec["last_active"],
+                    created=spec["last_active"], body=spec["body"] + "tail text\n")
+    if frontmatter_comment:
+        text = text.replace("\nregion:", "\n# operator comment\nregion:", 1)
+    path = f"{spec['folder']}/2026-11-01-arc-0123456789ab.md"
+    data = text.encode()
+    note = parse_note(path, data, size=len(data), mtime_ns=0, sha1=hashlib.sha1(data).hexdigest())
+    now = datetime(2026, 9, 1, tzinfo=UTC) + timedelta(hours=now_hours)
+    decision = keeper.decide([note], now, DEFAULTS).arcs.get("2026-11-01-arc-0123456789ab")
+    if decision is None or not decision.changes_file:
+        return
+    new = keeper.render(text, decision)
+    new_data = new.encode()
+    predicted = keeper.predict(note, decision, text, new, new_data)
+    if predicted is None:
+        return
+    real = parse_note(decision.path, new_data, size=len(new_data), mtime_ns=0,
+                      sha1=hashlib.sha1(new_data).hexdigest())
+    assert predicted == real

@@ -325,3 +325,18 @@ def test_tick_id_and_report_shape(vault: Path) -> None:
     assert rows[-1]["score"] is None and rows[-1]["cost_usd"] is None
     assert report["changes"]["written"] and not any(".brain" in p or "health.jsonl" in p
                                                     for p in report["changes"]["written"])
+
+
+def test_a_same_size_same_mtime_edit_right_after_a_tick_is_still_seen(vault: Path) -> None:
+    """Racily clean cache entries (mtime as new as the cache) are confirmed by a content hash."""
+    path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-racy-0123456789ab", sessions=["a"],
+                     status="complete", body="<!-- @signal severity=warning source=aaaa -->\nx\n<!-- @/signal -->\n")
+    run_tick_json(vault)
+    path = next(vault.rglob("2026-11-21-racy-0123456789ab.md"))
+    st = path.stat()
+    path.write_text(path.read_text().replace("source=aaaa", "source=bbbb"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    (vault / ".brain/tick-state.json").unlink()  # take the full path, to exercise the parse cache
+    run_tick_json(vault)
+    assert "`bbbb`" in (vault / "brain-feed/signals.md").read_text()

@@ -107,11 +107,16 @@ def split(text: str) -> Document:
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _INT = re.compile(r"^-?(?:0|[1-9][0-9]*)$")
-_NUMBERISH = re.compile(r"^[-+]?(?:[0-9_.]|\.(?:inf|Inf|INF|nan|NaN|NAN))")
 _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 _TRUE = frozenset({"true", "True", "TRUE"})
 _FALSE = frozenset({"false", "False", "FALSE"})
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+
+
+_RESOLVERS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
+    first: list(resolvers) for first, resolvers in _Loader.yaml_implicit_resolvers.items() if first is not None
+}
+assert None not in _Loader.yaml_implicit_resolvers  # every implicit resolver is keyed by a first character
 
 
 class _NotSimple(Exception):
@@ -131,21 +136,21 @@ def _scalar(raw: str) -> Any:
         return inner
     if raw in _NULLS:
         return None
-    if raw in _TRUE:
-        return True
-    if raw in _FALSE:
-        return False
-    if _INT.match(raw):
-        return int(raw)
+    # Resolve exactly as the loader would: the first implicit resolver whose pattern matches.
+    for tag, pattern in _RESOLVERS.get(raw[0], ()):
+        if pattern.match(raw):
+            if tag == "tag:yaml.org,2002:bool":
+                return raw in _TRUE
+            if tag == "tag:yaml.org,2002:int" and _INT.match(raw):
+                return int(raw)
+            raise _NotSimple  # floats, odd ints, merge keys, values: leave them to PyYAML
     if (
         raw[0] in _INDICATORS
-        or _NUMBERISH.match(raw)
         or ": " in raw
         or " #" in raw
         or raw.endswith(":")
         or raw != raw.strip()
         or "\t" in raw
-        or raw in ("=", "<<")
     ):
         raise _NotSimple
     return raw

@@ -7,6 +7,7 @@ move is decided before any file is touched, and an arc gets at most one move per
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -166,6 +167,36 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings) -> KeeperDecisions
 def _with_status(inputs: HeatInputs, status: str) -> HeatInputs:
     return HeatInputs(
         inputs.last_active, inputs.sessions, inputs.tool_calls, status, inputs.joy, inputs.open_alarm, inputs.hot_floor
+    )
+
+
+def predict(note: Note, decision: ArcDecision, old: str, new: str, data: bytes) -> Note | None:
+    """The note a re-parse of ``new`` would give, when the edit only touched heat/status lines.
+
+    Only for edits that kept the body byte for byte and the line count: then every marker
+    moved by the same number of characters and stayed on its line. Anything else (a dropped
+    signal, a re-dumped frontmatter) returns None and is parsed for real.
+    """
+    arc = note.arc
+    if arc is None or decision.drop_signals or new.count("\n") != old.count("\n"):
+        return None
+    body = old[note.body_offset:]
+    if not new.endswith(body):
+        return None
+    delta = len(new) - len(old)
+    return Note(
+        path=decision.path,
+        size=len(data),
+        mtime_ns=0,
+        sha1=hashlib.sha1(data, usedforsecurity=False).hexdigest(),
+        arc=dataclasses.replace(arc, heat=decision.heat, status=decision.status),
+        markers=tuple(
+            dataclasses.replace(m, start=m.start + delta, open_end=m.open_end + delta, end=m.end + delta)
+            for m in note.markers
+        ),
+        problems=tuple(dataclasses.replace(p, path=decision.path) for p in note.problems),
+        parsed=True,
+        body_offset=note.body_offset + delta,
     )
 
 

@@ -7,7 +7,7 @@ note, never an exception.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from brain.core import frontmatter, markers
@@ -85,7 +85,20 @@ class Note:
         return self.arc is not None
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        arc = None
+        if self.arc is not None:
+            arc = {name: getattr(self.arc, name) for name in _ARC_FIELDS}
+            arc["activity"] = asdict(self.arc.activity)
+        data: dict[str, Any] = {
+            "path": self.path,
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "sha1": self.sha1,
+            "arc": arc,
+            "problems": [p.as_dict() for p in self.problems],
+            "parsed": self.parsed,
+            "body_offset": self.body_offset,
+        }
         data["markers"] = [
             [m.type, [list(a) for a in m.attrs], m.content, m.line, m.start, m.open_end, m.end] for m in self.markers
         ]
@@ -115,6 +128,9 @@ class Note:
             parsed=data["parsed"],
             body_offset=data.get("body_offset", 0),
         )
+
+
+_ARC_FIELDS = tuple(f.name for f in fields(ArcInfo))
 
 
 def _text(value: Any) -> str | None:

@@ -14,15 +14,23 @@ class ConfinementError(ValueError):
     """A path would leave the vault."""
 
 
-def confined(root: Path, relative: str) -> Path:
-    """``root / relative``, refusing anything that escapes ``root`` (``..``, absolute, symlinks)."""
+def confined(root: Path, relative: str, verified: set[str] | None = None) -> Path:
+    """``root / relative``, refusing anything that escapes ``root`` (``..``, absolute, symlinks).
+
+    ``verified`` caches the folders already proven to resolve inside ``root`` during one plan.
+    """
     if not relative or relative.startswith(("/", "\\")) or "\x00" in relative:
         raise ConfinementError(f"path {relative!r} is not a vault-relative path")
     parts = Path(relative).parts
     if any(part in ("..", "") for part in parts) or Path(relative).is_absolute():
         raise ConfinementError(f"path {relative!r} leaves the vault")
-    root_real = root.resolve()
     target = root / relative
+    folder = relative.rpartition("/")[0]
+    if verified is not None and folder in verified:
+        if os.path.islink(target):
+            raise ConfinementError(f"path {relative!r} is a symbolic link")
+        return target
+    root_real = root.resolve()
     # Every existing ancestor must resolve inside the vault: a symlinked folder cannot redirect us.
     probe = target.parent
     while True:
@@ -34,6 +42,8 @@ def confined(root: Path, relative: str) -> Path:
         probe = probe.parent
     if target.is_symlink():
         raise ConfinementError(f"path {relative!r} is a symbolic link")
+    if verified is not None and target.parent.exists():
+        verified.add(folder)
     return target
 
 

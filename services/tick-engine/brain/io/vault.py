@@ -1,14 +1,15 @@
 """The one scanner: walks the vault, parses notes, keeps a parse cache in ``.brain/``.
 
-An unchanged file (same size and mtime) is never read again: its parsed form comes from
+An unchanged file (same size and mtime) is never parsed again: its parsed form comes from
 ``.brain/cache.json``. The cache is rebuilt if missing or corrupt, and entries whose mtime
-is within :data:`RACY_SECONDS` of the scan are not trusted (an edit in the same clock
-tick would keep the size and mtime).
+is within :data:`RACY_SECONDS` of the cache's own writing are confirmed by a content hash
+(an edit in the same clock tick would keep the size and mtime).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ from brain.core.plan import Expect
 from brain.io.atomic import atomic_write
 
 CACHE_FILE = ".brain/cache.json"
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 RACY_SECONDS = 2
 SKIPPED_DIRS = frozenset({".brain", ".obsidian", ".trash", ".git"})
 
@@ -50,6 +51,7 @@ class Snapshot:
     notes: dict[str, Note]
     problems: list[Problem] = field(default_factory=list)
     stats: ScanStats = field(default_factory=ScanStats)
+    cache_dirty: bool = False
 
     @property
     def arcs(self) -> list[Note]:
@@ -71,15 +73,36 @@ def expect_of(note: Note) -> Expect:
     return Expect(note.size, note.mtime_ns, note.sha1)
 
 
-def _load_cache(vault: Path) -> dict[str, Any]:
+def _load_cache(vault: Path) -> tuple[dict[str, Any], int]:
+    """The cached notes and the time the cache was written (0 when missing or corrupt)."""
     try:
         raw = json.loads((vault / CACHE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return {}, 0
     if not isinstance(raw, dict) or raw.get("version") != CACHE_VERSION or not isinstance(raw.get("notes"), dict):
-        return {}
+        return {}, 0
     notes: dict[str, Any] = raw["notes"]
-    return notes
+    written = raw.get("written_ns")
+    return notes, written if isinstance(written, int) else 0
+
+
+def save_cache(snapshot: Snapshot) -> None:
+    """Persist the parse cache of ``snapshot`` (one write per tick, only when it changed)."""
+    if not snapshot.cache_dirty:
+        return
+    entries = {path: note.to_json() for path, note in snapshot.notes.items()}
+    data = {"version": CACHE_VERSION, "written_ns": time.time_ns(), "notes": entries}
+    with contextlib.suppress(OSError):
+        atomic_write(snapshot.vault / CACHE_FILE, json.dumps(data, separators=(",", ":")).encode())
+    snapshot.cache_dirty = False
+
+
+def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:
+    try:
+        data = (vault / rel).read_bytes()
+    except OSError:
+        return False
+    return len(data) == size and hashlib.sha1(data, usedforsecurity=False).hexdigest() == sha1
 
 
 def walk(vault: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, os.stat_result]]:
@@ -131,47 +154,51 @@ def scan(
     max_note_bytes: int,
     write_cache: bool,
     listing: list[tuple[str, os.stat_result]] | None = None,
+    known: dict[str, Note] | None = None,
 ) -> Snapshot:
+    """Parse the vault, reusing the cache for files whose size and mtime are unchanged.
+
+    Like git's index, a cache entry whose mtime is not safely older than the cache itself
+    ("racily clean": an edit in the same clock tick keeps size and mtime) is trusted only
+    after its content hash is checked. ``known`` holds notes the caller predicted for files
+    it just wrote (the keeper's own edits); each is used only if the file's bytes hash to it.
+    """
     started = time.perf_counter()
-    cache = _load_cache(vault)
-    racy_after = time.time_ns() - RACY_SECONDS * 1_000_000_000
+    cache, cache_written = _load_cache(vault)
+    racy_from = cache_written - RACY_SECONDS * 1_000_000_000
     notes: dict[str, Note] = {}
-    fresh: dict[str, Any] = {}
     stats = ScanStats()
-    dirty = False
+    dirty = not cache_written
     for rel, st in listing if listing is not None else listing_of(vault, feed_dir):
         stats.files += 1
+        predicted = known.get(rel) if known else None
+        if predicted is not None and predicted.size == st.st_size and _same_content(vault, rel, predicted.size,
+                                                                                    predicted.sha1):
+            notes[rel] = dataclasses.replace(predicted, mtime_ns=st.st_mtime_ns)
+            stats.cached += 1
+            dirty = True
+            continue
         entry = cache.get(rel)
-        if (
-            entry is not None
-            and entry.get("size") == st.st_size
-            and entry.get("mtime_ns") == st.st_mtime_ns
-            and st.st_mtime_ns < racy_after
-        ):
+        if entry is not None and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns:
             try:
-                notes[rel] = Note.from_json(entry)
-                fresh[rel] = entry
+                note = Note.from_json(entry)
+            except (KeyError, TypeError, ValueError):
+                note = None
+            if note is not None and (st.st_mtime_ns < racy_from or _same_content(vault, rel, note.size, note.sha1)):
+                notes[rel] = note
                 stats.cached += 1
                 continue
-            except (KeyError, TypeError, ValueError):
-                pass
-        note = _parse_file(vault, rel, st, max_note_bytes)
+        notes[rel] = _parse_file(vault, rel, st, max_note_bytes)
         stats.parsed += 1
-        notes[rel] = note
-        if note.mtime_ns < racy_after:
-            fresh[rel] = note.to_json()
         dirty = True
-    if len(fresh) != len(cache):
+    if len(notes) != len(cache):
         dirty = True
     problems = [p for note in notes.values() for p in note.problems]
-    if write_cache and dirty:
-        with contextlib.suppress(OSError):
-            atomic_write(
-                vault / CACHE_FILE,
-                json.dumps({"version": CACHE_VERSION, "notes": fresh}, separators=(",", ":")).encode(),
-            )
+    snapshot = Snapshot(vault, notes, problems, stats, cache_dirty=dirty)
+    if write_cache:
+        save_cache(snapshot)
     stats.ms = (time.perf_counter() - started) * 1000
-    return Snapshot(vault, notes, problems, stats)
+    return snapshot
 
 
 def _parse_file(vault: Path, rel: str, st: os.stat_result, max_note_bytes: int) -> Note:

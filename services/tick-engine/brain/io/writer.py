@@ -133,7 +133,7 @@ class Journal:
         self.packs = 0
 
     def _save(self) -> None:
-        atomic_write(self.root / "manifest.json", json.dumps(self.manifest, indent=1).encode())
+        atomic_write(self.root / "manifest.json", json.dumps(self.manifest, separators=(",", ":")).encode())
 
     def record(self, ops: list[dict[str, Any]], befores: list[bytes | None]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -184,9 +184,10 @@ def apply_plan(
     """Execute ``plan`` (or, with ``dry_run``, only work out what it would change)."""
     result = ApplyResult()
     resolved: list[_Resolved] = []
+    verified: set[str] = set()
     for op in plan.operations:
         try:
-            item = _resolve(vault, op, result)
+            item = _resolve(vault, op, result, verified)
         except ConfinementError as exc:
             path = op.src if isinstance(op, MoveFile) else op.path
             result.problems.append(Problem(path, None, f"refused: {exc}"))
@@ -231,9 +232,11 @@ def _conflict(result: ApplyResult, path: str, why: str) -> None:
     result.problems.append(Problem(path, None, f"{why}; left as it is, the next tick takes it up"))
 
 
-def _resolve(vault: Path, op: WriteFile | MoveFile | DeleteFile, result: ApplyResult) -> _Resolved | None:
+def _resolve(
+    vault: Path, op: WriteFile | MoveFile | DeleteFile, result: ApplyResult, verified: set[str]
+) -> _Resolved | None:
     if isinstance(op, MoveFile):
-        src, dst = confined(vault, op.src), confined(vault, op.dst)
+        src, dst = confined(vault, op.src, verified), confined(vault, op.dst, verified)
         current = _read(src)
         if not _matches(src, op.expect, current):
             _conflict(result, op.src, "changed since the scan")
@@ -242,7 +245,7 @@ def _resolve(vault: Path, op: WriteFile | MoveFile | DeleteFile, result: ApplyRe
             _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
             return None
         return _Resolved(op, current, op.content if op.content is not None else current)
-    path = confined(vault, op.path)
+    path = confined(vault, op.path, verified)
     current = _read(path)
     if isinstance(op, DeleteFile):
         if current is None:

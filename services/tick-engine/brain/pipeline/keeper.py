@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from brain.core import feed, keeper
-from brain.core.model import Problem
+from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
 from brain.core.redaction import redact
 from brain.io.vault import ChangedError, Snapshot, expect_of, read_current
@@ -24,6 +24,7 @@ class KeeperPlan:
     problems: list[Problem] = field(default_factory=list)
     inject_blocks: int = 0
     signals_active: int = 0
+    predicted: dict[str, Note] = field(default_factory=dict)  # path after this tick -> its note
 
 
 def feed_relative(vault: Path, feed_dir: Path) -> str | None:
@@ -86,6 +87,9 @@ def plan_keeper(
             continue
         new = keeper.render(text, decision)
         data = new.encode("utf-8")
+        predicted = keeper.predict(note, decision, text, new, data)
+        if predicted is not None:
+            out.predicted[decision.path] = predicted
         if decision.path != note.path:
             plan.add(MoveFile(note.path, decision.path, expect_of(note), data if new != text else None,
                               reason=decision.move or "move"))

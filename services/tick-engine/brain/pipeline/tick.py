@@ -16,12 +16,13 @@ from typing import Any
 from brain import __version__
 from brain.core import feed
 from brain.core.keeper import KeeperDecisions, in_conscious, valid_until
-from brain.core.model import Problem
+from brain.core.model import Note, Problem
+from brain.core.prompt import candidate_report
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.io import writer
 from brain.io.atomic import append_line, atomic_write
-from brain.io.vault import Snapshot, listing_of, scan
+from brain.io.vault import Snapshot, listing_of, save_cache, scan
 from brain.pipeline.keeper import KeeperPlan, feed_relative, plan_keeper, write_external_feed
 from brain.settings import Settings
 
@@ -200,7 +201,7 @@ def _run_locked(
     listing = listing_of(vault, feed_dir)
     if ai_phase is None and not report.problems and _fast_path(report, s, now, vault, feed_dir, listing, t):
         return
-    snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=not dry_run,
+    snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
                     listing=listing)
     report.problems.extend(snapshot.problems)
     kplan = plan_keeper(snapshot, now, s, feed_dir=feed_dir, tick_id=report.tick_id)
@@ -227,8 +228,10 @@ def _run_locked(
         reason = ai_skip_reason or "--no-ai"
         for name in ("prompt", "llm", "apply"):
             report.phases[name] = {"skipped": reason}
+        report.phases["prompt"].update(candidate_report(snapshot.notes.values()))
     else:
-        snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=not dry_run)
+        snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
+                        known=kplan.predicted)
         outcome = ai_phase(s, snapshot, kplan, now, journal, dry_run)
         report.phases.update(outcome.phases)
         report.result.merge(outcome.result)
@@ -239,7 +242,7 @@ def _run_locked(
         if outcome.result.changed or outcome.intent is not None or outcome.diff_lines:
             # Re-run the keeper so arcs changed by apply get their heat and place in this same tick.
             t = time.perf_counter()
-            snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=not dry_run)
+            snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False)
             final_plan = plan_keeper(
                 snapshot, now, s, feed_dir=feed_dir, tick_id=report.tick_id,
                 extra_diff=kplan.diff_lines + outcome.diff_lines, intent_text=outcome.intent,
@@ -258,9 +261,11 @@ def _run_locked(
     # Phase 5: verify (a tick that wrote nothing verified the very snapshot it planned from).
     t = time.perf_counter()
     if report.result.changed or dry_run:
-        failures = verify_vault(s, now, vault, feed_dir, report.result, dry_run=dry_run)
+        failures = verify_vault(s, now, vault, feed_dir, report.result, dry_run=dry_run, known=final_plan.predicted)
     else:
         failures = _duplicate_failures(snapshot)
+        if not dry_run:
+            save_cache(snapshot)
     report.phases["verify"] = {"ms": _ms(t), "ok": not failures, "failures": [f.as_dict() for f in failures]}
     if failures:
         report.problems.extend(failures)
@@ -383,10 +388,17 @@ def verify_vault(
     result: writer.ApplyResult,
     *,
     dry_run: bool,
+    known: dict[str, Note] | None = None,
 ) -> list[Problem]:
-    """SPEC §9 invariants on the vault as it is now; returns the failures."""
+    """SPEC §9 invariants on the vault as it is now; returns the failures.
+
+    It re-scans the vault. ``known`` are the notes the keeper predicted for the files it
+    wrote: a file whose bytes hash to its prediction is not parsed again (the prediction is
+    exact; tests compare it with a real parse), any other file is.
+    """
     failures: list[Problem] = []
-    snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=not dry_run)
+    snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=not dry_run,
+                    known=known)
     failures.extend(_duplicate_failures(snapshot))
     written = set(result.written) | {dst for _, dst in result.moved}
     rel = feed_relative(vault, feed_dir)
