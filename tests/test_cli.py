@@ -56,6 +56,12 @@ def test_no_llm_configured_runs_as_no_ai_and_says_so(vault: Path) -> None:
     assert json.loads(result.stdout)["phases"]["llm"]["skipped"].startswith("no LLM configured")
 
 
+def test_bad_llm_configuration_is_a_usage_error(vault: Path) -> None:
+    result = runner.invoke(app, ["tick", "--vault", str(vault), "--now", NOW],
+                           env={"BRAIN_LLM_URL": "http://127.0.0.1:9", "BRAIN_LLM_PROVIDER": "bogus"})
+    assert result.exit_code == 2 and result.stderr.startswith("Error: LLM configuration")
+
+
 def test_verify_exit_codes(vault: Path) -> None:
     assert runner.invoke(app, ["verify", "--vault", str(vault), "--now", NOW]).exit_code == 0
     arc = write_arc(vault, "clusters/2026-11-21", "2026-11-21-twice-0123456789ab")

@@ -235,6 +235,8 @@ def test_steady_state_stops_after_listing_until_something_changes(vault: Path) -
     assert steady["phases"]["keeper"]["unchanged_since"] == first["tick_id"]
     assert steady["changes"] == {"written": [], "moved": [], "deleted": []}
     assert steady["stats"] == first["stats"]
+    assert set(steady["phases"]) == set(first["phases"])  # same report shape on the fast path
+    assert steady["phases"]["prompt"] == first["phases"]["prompt"]  # candidates included
     # a deleted feed file breaks the fingerprint: the tick rebuilds it
     (vault / "brain-feed/hot-arcs.md").unlink()
     _, rebuilt = run_tick_json(vault)

@@ -116,7 +116,12 @@ def _ai_phase(s: Any) -> tuple[Any, str | None]:
         if exc.name != "brain.pipeline.ai":
             raise
         return None, "the AI layer is not installed in this build"
-    phase = make_ai_phase(s)
+    from brain.settings import SettingsError
+
+    try:
+        phase = make_ai_phase(s)
+    except SettingsError as exc:
+        raise UsageError("LLM configuration", str(exc)) from None
     return phase, None
 
 

@@ -81,6 +81,7 @@ from brain.core.recommendations import (
     Validated,
 )
 from brain.core.redaction import redact
+from brain.core.sections import append_section, append_to_section, headings
 from brain.core.timeutil import date_in_text, iso, parse_instant
 from brain.core.vocab import SEVERITY_RANK
 
@@ -89,7 +90,6 @@ ACTIVITY_FIELDS = ("sessions", "user_turns", "tool_calls", "errors", "joy", "com
 #: Figures a Timeline ``brain:session`` comment records, and the activity field each feeds.
 _RECORDED = {"turns": "user_turns", "tools": "tool_calls", "errors": "errors", "joy": "joy",
              "compactions": "compactions"}
-_FENCE_RE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 _TILDES_RE = re.compile(r"^\s*(~{3,})")
 T = TypeVar("T")
 
@@ -174,50 +174,6 @@ def _marker_key(marker: Marker) -> tuple[str, tuple[tuple[str, str], ...], str]:
     return marker.type, tuple(sorted(marker.attrs)), marker.text
 
 
-def _headings(lines: Sequence[str]) -> list[tuple[int, str]]:
-    """(index, text) of the ``#`` and ``##`` headings outside fenced code."""
-    out: list[tuple[int, str]] = []
-    fence: str | None = None
-    for index, line in enumerate(lines):
-        match = _FENCE_RE.match(line)
-        if fence is None:
-            if match:
-                fence = match.group(1)
-            elif line.startswith(("# ", "## ")):
-                out.append((index, line.lstrip("#").strip()))
-        elif match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) and \
-                not line.strip()[len(match.group(1)):].strip():
-            fence = None
-    return out
-
-
-def append_to_section(body: str, heading: str, new_lines: Sequence[str]) -> str:
-    """``body`` with ``new_lines`` at the end of its ``## heading`` section (created at the end)."""
-    lines = body.split("\n")
-    heads = _headings(lines)
-    for position, (index, text) in enumerate(heads):
-        if lines[index].startswith("## ") and text.lower() == heading.lower():
-            end = heads[position + 1][0] if position + 1 < len(heads) else len(lines)
-            last = end
-            while last > index + 1 and not lines[last - 1].strip():
-                last -= 1
-            insert = ["", *new_lines] if last == index + 1 else list(new_lines)
-            rest = lines[last:]
-            if not rest or rest[0].strip():
-                insert.append("")
-            return "\n".join(lines[:last] + insert + rest)
-    return append_section(body, [f"## {heading}", "", *new_lines])
-
-
-def append_section(body: str, section: Sequence[str]) -> str:
-    """``body`` with ``section`` (its heading first) appended after one blank line."""
-    lines = body.split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    head = [*lines, ""] if lines else []
-    return "\n".join([*head, *section, ""])
-
-
 def fenced(text: str) -> list[str]:
     """``text`` verbatim inside a tilde fence longer than any fence line it holds."""
     longest = max((len(m.group(1)) for line in text.split("\n") if (m := _TILDES_RE.match(line))), default=3)
@@ -268,7 +224,7 @@ def _id_pattern(session: str) -> re.Pattern[str]:
 
 def _section_lines(body: str, heading: str) -> list[str]:
     lines = body.split("\n")
-    heads = _headings(lines)
+    heads = headings(lines)
     for position, (index, text) in enumerate(heads):
         if lines[index].startswith("## ") and text.lower() == heading.lower():
             end = heads[position + 1][0] if position + 1 < len(heads) else len(lines)

@@ -52,6 +52,7 @@ from brain.core import frontmatter
 from brain.core.heat import HeatInputs, compute
 from brain.core.model import ArcInfo
 from brain.core.redaction import redact
+from brain.core.sections import append_to_section
 from brain.core.timeutil import date_in_text, iso, parse_instant
 from brain.settings import Settings
 
@@ -569,7 +570,6 @@ def render_new_arc(group: NewArc, now: datetime, settings: Settings) -> Rendered
 
 _SESSION_COMMENT = re.compile(r"<!-- brain:session ((?:[a-z_]+=\S+ ?)+)-->")
 _FIGURE_KEYS = ("turns", "tools", "errors", "joy", "compactions")
-_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 
 
 def recorded_sessions(body: str) -> dict[str, tuple[int, dict[str, str]]]:
@@ -588,44 +588,11 @@ def recorded_sessions(body: str) -> dict[str, tuple[int, dict[str, str]]]:
     return found
 
 
-def _headings(lines: list[str]) -> list[tuple[int, str]]:
-    """(line index, heading text) of the level-1/2 headings outside fenced code."""
-    out: list[tuple[int, str]] = []
-    fence: str | None = None
-    for index, line in enumerate(lines):
-        match = _FENCE.match(line)
-        if fence is None and match:
-            fence = match.group(1)[0]
-            continue
-        if fence is not None:
-            if match and match.group(1)[0] == fence:
-                fence = None
-            continue
-        if line.startswith("# ") or line.startswith("## "):
-            out.append((index, line.lstrip("#").strip()))
-    return out
-
-
 def _append_to_section(lines: list[str], heading: str, new_lines: list[str]) -> list[str]:
     """``lines`` with ``new_lines`` added at the end of section ``## heading`` (created if absent)."""
     if not new_lines:
         return lines
-    heads = _headings(lines)
-    for position, (index, text) in enumerate(heads):
-        if lines[index].startswith("## ") and text.lower() == heading.lower():
-            end = heads[position + 1][0] if position + 1 < len(heads) else len(lines)
-            last = end
-            while last > index + 1 and not lines[last - 1].strip():
-                last -= 1
-            insert = ["", *new_lines] if last == index + 1 else list(new_lines)
-            rest = lines[last:]
-            if not rest or rest[0].strip():
-                insert.append("")
-            return lines[:last] + insert + rest
-    trailer = lines[:]
-    while trailer and not trailer[-1].strip():
-        trailer.pop()
-    return [*trailer, "", f"## {heading}", "", *new_lines, ""]
+    return append_to_section("\n".join(lines), heading, new_lines).split("\n")
 
 
 def _later(old: str | None, new: datetime) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -57,6 +58,24 @@ def describe_moves(decisions: keeper.KeeperDecisions) -> list[str]:
     return lines
 
 
+_HEAT_LINE = re.compile(r"^heat changed on (\d+) arcs?$")
+
+
+def _merge_heat_lines(lines: list[str]) -> list[str]:
+    """One "heat changed on N arcs" line for the whole tick (keeper passes before and after apply)."""
+    total = 0
+    kept = []
+    for line in lines:
+        match = _HEAT_LINE.match(line)
+        if match:
+            total += int(match.group(1))
+        else:
+            kept.append(line)
+    if total:
+        kept.append(f"heat changed on {total} arc{'s' if total != 1 else ''}")
+    return kept
+
+
 def plan_keeper(
     snapshot: Snapshot,
     now: datetime,
@@ -106,7 +125,7 @@ def plan_keeper(
         feed.signals(signal_views, s, date),
     ]
     out.signals_active = len(signal_views)
-    diff = describe_moves(decisions) + list(extra_diff or [])
+    diff = _merge_heat_lines(describe_moves(decisions) + list(extra_diff or []))
     out.diff_lines = diff
     if diff:
         files.append(feed.last_tick_diff(diff, s, date, tick_id or now.isoformat()))

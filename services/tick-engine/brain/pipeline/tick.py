@@ -199,7 +199,12 @@ def _run_locked(
     # stop after listing the files (SPEC §14, steady state).
     t = time.perf_counter()
     listing = listing_of(vault, feed_dir)
-    if ai_phase is None and not report.problems and _fast_path(report, s, now, vault, feed_dir, listing, t):
+    if (
+        ai_phase is None
+        and not keeper_only
+        and not report.problems
+        and _fast_path(report, s, now, vault, feed_dir, listing, t, ai_skip_reason or "--no-ai")
+    ):
         return
     snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
                     listing=listing)
@@ -322,7 +327,7 @@ def _publish_alarms(report: TickReport, s: Settings, now: datetime, vault: Path,
 
 
 def _fast_path(report: TickReport, s: Settings, now: datetime, vault: Path, feed_dir: Path,
-               listing: list[tuple[str, os.stat_result]], started: float) -> bool:
+               listing: list[tuple[str, os.stat_result]], started: float, skip_reason: str) -> bool:
     state = _load_state(vault)
     if state is None or state.get("fingerprint") != fingerprint(s, listing, feed_dir):
         return False
@@ -333,6 +338,9 @@ def _fast_path(report: TickReport, s: Settings, now: datetime, vault: Path, feed
     report.problems = [Problem(**p) for p in state.get("problems", [])]
     report.phases["keeper"] = {"ms": _ms(started), "files": len(listing), "parsed": 0, "cached": 0,
                                "unchanged_since": state.get("tick_id")}
+    for name in ("prompt", "llm", "apply"):
+        report.phases[name] = {"skipped": skip_reason}
+    report.phases["prompt"].update(state.get("candidates", {}))
     report.phases["verify"] = {"ms": 0.0, "ok": True, "failures": [],
                                "unchanged_since": state.get("tick_id")}
     return True
@@ -357,6 +365,7 @@ def _save_state(report: TickReport, s: Settings, now: datetime, vault: Path, fee
         "fingerprint": fingerprint(s, listing_of(vault, feed_dir), feed_dir),
         "stats": report.stats,
         "problems": [p.as_dict() for p in report.problems],
+        "candidates": {k: v for k, v in report.phases.get("prompt", {}).items() if k.startswith("candidates")},
     }
     atomic_write(path, json.dumps(state).encode())
 
