@@ -80,6 +80,10 @@ def generate(vault: Path, count: int, seed: int = 7) -> None:
         folder = vault / "clusters" / f"2026-{month:02d}-{day:02d}"
         folder.mkdir(exist_ok=True)
         (folder / f"{cid}.md").write_text(front + body, encoding="utf-8")
+    # A cold tick meets an existing vault (no parse cache), not files written a second ago.
+    old = time.time() - 3600
+    for path in vault.rglob("*.md"):
+        os.utime(path, (old, old))
 
 
 CHILD = r"""

@@ -32,6 +32,9 @@ class WriteFile:
     expect: Expect | None = None
     owned: bool = False
     reason: str = ""
+    #: The bytes the planner read (they match ``expect``); saves the writer a second read
+    #: when the file's size and mtime still match and the mtime is not racily recent.
+    before: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class MoveFile:
     expect: Expect
     content: bytes | None = None
     reason: str = ""
+    before: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

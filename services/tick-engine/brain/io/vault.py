@@ -52,6 +52,8 @@ class Snapshot:
     problems: list[Problem] = field(default_factory=list)
     stats: ScanStats = field(default_factory=ScanStats)
     cache_dirty: bool = False
+    #: Bytes of the files this scan parsed (with ``keep_bytes``), so planners need not re-read them.
+    raw: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def arcs(self) -> list[Note]:
@@ -155,6 +157,7 @@ def scan(
     write_cache: bool,
     listing: list[tuple[str, os.stat_result]] | None = None,
     known: dict[str, Note] | None = None,
+    keep_bytes: bool = False,
 ) -> Snapshot:
     """Parse the vault, reusing the cache for files whose size and mtime are unchanged.
 
@@ -167,6 +170,7 @@ def scan(
     cache, cache_written = _load_cache(vault)
     racy_from = cache_written - RACY_SECONDS * 1_000_000_000
     notes: dict[str, Note] = {}
+    raw: dict[str, bytes] = {}
     stats = ScanStats()
     dirty = not cache_written
     for rel, st in listing if listing is not None else listing_of(vault, feed_dir):
@@ -188,20 +192,22 @@ def scan(
                 notes[rel] = note
                 stats.cached += 1
                 continue
-        notes[rel] = _parse_file(vault, rel, st, max_note_bytes)
+        notes[rel] = _parse_file(vault, rel, st, max_note_bytes, raw if keep_bytes else None)
         stats.parsed += 1
         dirty = True
     if len(notes) != len(cache):
         dirty = True
     problems = [p for note in notes.values() for p in note.problems]
-    snapshot = Snapshot(vault, notes, problems, stats, cache_dirty=dirty)
+    snapshot = Snapshot(vault, notes, problems, stats, cache_dirty=dirty, raw=raw)
     if write_cache:
         save_cache(snapshot)
     stats.ms = (time.perf_counter() - started) * 1000
     return snapshot
 
 
-def _parse_file(vault: Path, rel: str, st: os.stat_result, max_note_bytes: int) -> Note:
+def _parse_file(
+    vault: Path, rel: str, st: os.stat_result, max_note_bytes: int, keep: dict[str, bytes] | None = None
+) -> Note:
     if st.st_size > max_note_bytes:
         problem = Problem(rel, None, f"too large to parse ({st.st_size} bytes > {max_note_bytes}); file left as it is")
         return Note(rel, st.st_size, st.st_mtime_ns, "", problems=(problem,), parsed=False)
@@ -211,12 +217,21 @@ def _parse_file(vault: Path, rel: str, st: os.stat_result, max_note_bytes: int) 
         return Note(rel, st.st_size, st.st_mtime_ns, "", problems=(Problem(rel, None, f"unreadable: {exc}"),),
                     parsed=False)
     sha1 = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    if keep is not None:
+        keep[rel] = data
     # The stat may be older than the read; use the read's size so expectations stay honest.
     return parse_note(rel, data, size=len(data), mtime_ns=st.st_mtime_ns, sha1=sha1)
 
 
-def read_current(vault: Path, note: Note) -> str:
-    """The file's text, guaranteed to be the text the scan parsed."""
+def read_current(vault: Path, note: Note, snapshot: Snapshot | None = None) -> str:
+    """The file's text, guaranteed to be the text the scan parsed.
+
+    With the ``snapshot`` that kept the file's bytes, those are used (the writer still
+    checks the file against the scan before replacing it).
+    """
+    kept = snapshot.raw.get(note.path) if snapshot is not None else None
+    if kept is not None and len(kept) == note.size:
+        return kept.decode("utf-8")
     try:
         data = (vault / note.path).read_bytes()
     except OSError:

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,7 +38,8 @@ from brain.io.atomic import ConfinementError, atomic_write, confined, fsync_dir
 
 STATE_DIR = ".brain"
 JOURNAL_DIR = f"{STATE_DIR}/journal"
-FSYNC_WORKERS = 16
+FSYNC_WORKERS = 32
+SYNCFS_THRESHOLD = 64
 
 
 def sha1_bytes(data: bytes) -> str:
@@ -107,6 +109,25 @@ def _read(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+
+
+RACY_NS = 2_000_000_000
+
+
+def _current(path: Path, expect: Expect | None, before: bytes | None) -> bytes | None:
+    """The file's bytes; the planner's copy when size and an old-enough mtime still match."""
+    if before is not None and expect is not None:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        if (
+            st.st_size == expect.size == len(before)
+            and st.st_mtime_ns == expect.mtime_ns
+            and st.st_mtime_ns < time.time_ns() - RACY_NS
+        ):
+            return before
+    return _read(path)
 
 
 def _matches(path: Path, expect: Expect, data: bytes | None) -> bool:
@@ -237,7 +258,7 @@ def _resolve(
 ) -> _Resolved | None:
     if isinstance(op, MoveFile):
         src, dst = confined(vault, op.src, verified), confined(vault, op.dst, verified)
-        current = _read(src)
+        current = _current(src, op.expect, op.before)
         if not _matches(src, op.expect, current):
             _conflict(result, op.src, "changed since the scan")
             return None
@@ -246,7 +267,7 @@ def _resolve(
             return None
         return _Resolved(op, current, op.content if op.content is not None else current)
     path = confined(vault, op.path, verified)
-    current = _read(path)
+    current = _current(path, op.expect, op.before) if isinstance(op, WriteFile) else _read(path)
     if isinstance(op, DeleteFile):
         if current is None:
             return None
@@ -283,61 +304,108 @@ def _parallel(function: Any, items: list[Any]) -> None:
         list(pool.map(function, items))
 
 
-def _stage(job: tuple[Path, bytes]) -> None:
+def _write_only(job: tuple[Path, bytes]) -> None:
     tmp, data = job
-    tmp.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+_SYNCFS: Any = None
+
+
+def _syncfs(folder: Path) -> bool:
+    """Flush the whole filesystem holding ``folder`` in one call (Linux ``syncfs``)."""
+    global _SYNCFS
+    if _SYNCFS is None:
+        try:
+            import ctypes
+
+            _SYNCFS = ctypes.CDLL(None, use_errno=True).syncfs
+        except (OSError, AttributeError):
+            _SYNCFS = False
+    if not _SYNCFS:
+        return False
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        return int(_SYNCFS(fd)) == 0
+    finally:
+        os.close(fd)
+
+
+def _stage(jobs: list[tuple[Path, bytes]]) -> None:
+    """Write every temp file, then make them all durable before any rename.
+
+    Many files: one ``syncfs`` per filesystem involved (far cheaper than thousands of
+    fsyncs); few files, or no syncfs: an fsync per file, in parallel.
+    """
+    for job in jobs:  # sequential: parallel creates only contend for the folder locks
+        _write_only(job)
+    if len(jobs) >= SYNCFS_THRESHOLD:
+        devices: dict[int, Path] = {}
+        for folder in {tmp.parent for tmp, _ in jobs}:
+            devices.setdefault(folder.stat().st_dev, folder)
+        if all(_syncfs(folder) for folder in devices.values()):
+            return
+    _parallel(_fsync_file, [tmp for tmp, _ in jobs])
+
+
 def _execute_all(vault: Path, items: list[_Resolved]) -> None:
-    """Stage every new content as an fsynced temp file (in parallel), then commit by renames.
+    """Stage every new content as a durable temp file, then commit by renames in plan order.
 
     Each rename is atomic, so a kill at any instant leaves every file old or new; folder
     entries are fsynced once per folder at the end.
     """
-    staged: dict[int, Path] = {}
+    root = str(vault)
+    staged: dict[int, str] = {}
     jobs: list[tuple[Path, bytes]] = []
+    folders: set[str] = set()
     for index, item in enumerate(items):
         op = item.op
         if isinstance(op, DeleteFile):
+            folders.add(os.path.dirname(os.path.join(root, op.path)))
             continue
         if isinstance(op, MoveFile):
+            folders.add(os.path.dirname(os.path.join(root, op.src)))
+            target = os.path.join(root, op.dst)
+            folders.add(os.path.dirname(target))
             if op.content is None or op.content == item.before:
                 continue
-            target = vault / op.dst
         else:
-            target = vault / op.path
+            target = os.path.join(root, op.path)
+            folders.add(os.path.dirname(target))
         assert item.after is not None
-        tmp = temp_path(target)
+        head, name = os.path.split(target)
+        tmp = os.path.join(head, f".{name}{TMP_SUFFIX}")
         staged[index] = tmp
-        jobs.append((tmp, item.after))
-    _parallel(_stage, jobs)
-    folders: set[Path] = set()
+        jobs.append((Path(tmp), item.after))
+    for folder in sorted(folders):
+        os.makedirs(folder, exist_ok=True)
+    _stage(jobs)
     for index, item in enumerate(items):
         op = item.op
         if isinstance(op, MoveFile):
-            src, dst = vault / op.src, vault / op.dst
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(src, dst)  # the arc is never in two places, never in none
+            dst = os.path.join(root, op.dst)
+            os.rename(os.path.join(root, op.src), dst)  # the arc is never in two places, never in none
             if index in staged:
                 os.replace(staged[index], dst)
-            folders.update((src.parent, dst.parent))
         elif isinstance(op, DeleteFile):
-            path = vault / op.path
-            path.unlink()
-            folders.add(path.parent)
+            os.unlink(os.path.join(root, op.path))
         else:
-            path = vault / op.path
-            os.replace(staged[index], path)
-            folders.add(path.parent)
-    _parallel(fsync_dir, sorted(folders))
+            os.replace(staged[index], os.path.join(root, op.path))
+    _parallel(fsync_dir, [Path(f) for f in sorted(folders)])
 
 
 # --- recovery and undo -------------------------------------------------------------------

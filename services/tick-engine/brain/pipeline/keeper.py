@@ -98,7 +98,7 @@ def plan_keeper(
     for decision in decisions.changed():
         note = decision.note
         try:
-            text = read_current(vault, note)
+            text = read_current(vault, note, snapshot)
         except ChangedError:
             out.problems.append(Problem(note.path, None, "changed since the scan; the next tick takes it up"))
             continue
@@ -109,11 +109,12 @@ def plan_keeper(
         predicted = keeper.predict(note, decision, text, new, data)
         if predicted is not None:
             out.predicted[decision.path] = predicted
+        before = text.encode("utf-8")
         if decision.path != note.path:
             plan.add(MoveFile(note.path, decision.path, expect_of(note), data if new != text else None,
-                              reason=decision.move or "move"))
+                              reason=decision.move or "move", before=before))
         elif new != text:
-            plan.add(WriteFile(note.path, data, expect_of(note), reason="heat/status"))
+            plan.add(WriteFile(note.path, data, expect_of(note), reason="heat/status", before=before))
 
     # Feed: keeper files, plus the AI-owned ones when this tick produced them.
     date = now.date().isoformat()

@@ -207,7 +207,7 @@ def _run_locked(
     ):
         return
     snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
-                    listing=listing)
+                    listing=listing, keep_bytes=not dry_run)
     report.problems.extend(snapshot.problems)
     kplan = plan_keeper(snapshot, now, s, feed_dir=feed_dir, tick_id=report.tick_id)
     report.problems.extend(kplan.problems)
