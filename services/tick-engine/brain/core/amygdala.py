@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from brain.core import feed, frontmatter, markers
 from brain.core.redaction import redact
+from brain.core.text import cut
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import ALARM_SEVERITIES, AMYGDALA, SEVERITIES, SEVERITY_RANK
 
@@ -72,17 +73,6 @@ def field_text(value: object) -> str:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("utf-8", "replace")
     return str(value)
-
-
-def cut(text: str, max_chars: int) -> str:
-    """``text`` cut to at most ``max_chars`` characters, on a word boundary, with ``…``."""
-    if len(text) <= max_chars:
-        return text
-    head = text[: max_chars - 1]
-    space = head.rfind(" ")
-    if space >= max_chars // 2:
-        head = head[:space]
-    return head.rstrip() + "…"
 
 
 def fold(text: str, max_chars: int) -> str:

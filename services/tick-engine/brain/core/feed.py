@@ -27,6 +27,7 @@ from brain.core.keeper import ArcDecision
 from brain.core.markers import Marker
 from brain.core.model import Note
 from brain.core.redaction import redact
+from brain.core.text import cut as cut_text
 from brain.core.timeutil import parse_instant
 from brain.core.vocab import NO_INJECT_STATUSES, SEVERITY_RANK
 from brain.settings import Settings
@@ -57,14 +58,7 @@ def one_line(text: str) -> str:
 
 def cut(text: str, limit: int) -> str:
     """``text`` on one line, at most ``limit`` characters, cut on a word boundary."""
-    text = one_line(text)
-    if len(text) <= limit:
-        return text
-    room = text[: max(1, limit - 1)]
-    space = room.rfind(" ")
-    if space > limit // 2:
-        room = room[:space]
-    return room.rstrip(" ,;:-") + "…"
+    return cut_text(one_line(text), limit)
 
 
 def cell(text: str, limit: int) -> str:

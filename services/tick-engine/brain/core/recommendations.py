@@ -55,6 +55,7 @@ from typing import Any, Literal
 
 from brain.core.markers import contains_marker_syntax
 from brain.core.model import Note
+from brain.core.text import cut
 from brain.core.vocab import EDGE_TYPES, SEVERITIES, SEVERITY_RANK, TOMBSTONE_STATUSES
 
 #: Arc ids and signal sources: a letter or digit, then letters, digits, ``.``, ``_``, ``-``.
@@ -426,7 +427,7 @@ def clean_text(value: Any, cap: int, *, redact: Redactor = _default_redact, what
     # Checked again after redaction: "[sk-...]" becomes "[[REDACTED]]", a wikilink.
     text = " ".join(redact(text).split())
     _forbid_markup(text, what)
-    text = _cut(text, cap)
+    text = cut(text, cap)
     if not text:
         raise _Invalid(f"{what} is empty")
     return text
@@ -439,21 +440,11 @@ def _forbid_markup(text: str, what: str) -> None:
         raise _Invalid(f"{what} contains wikilink syntax")
 
 
-def _cut(text: str, cap: int) -> str:
-    if len(text) <= cap:
-        return text
-    head = text[: cap - 1]
-    space = head.rfind(" ")
-    if space >= cap // 2:
-        head = head[:space]
-    return head.rstrip() + "…"
-
-
 def _preview(value: Any, redact: Redactor) -> str:
     raw = _compact(value, redact, depth=0, budget=[PREVIEW_CHARS * 4])
     raw = " ".join(redact(raw).split())
     raw = raw.replace("<", "\\u003c").replace(">", "\\u003e")
-    return _cut(raw, PREVIEW_CHARS)
+    return cut(raw, PREVIEW_CHARS)
 
 
 def _compact(value: Any, redact: Redactor, *, depth: int, budget: list[int]) -> str:
