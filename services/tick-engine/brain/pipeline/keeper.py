@@ -49,7 +49,7 @@ def describe_moves(decisions: keeper.KeeperDecisions) -> list[str]:
                      ", ".join(f"{n} {m}" for m, n in counts.items() if n) + " in all)")
     for decision in shown[:MAX_DIFF_LINES]:
         if decision.move:
-            lines.append(f"{decision.move} [[{decision.cluster_id}]]: {decision.note.path} → {decision.path}")
+            lines.append(f"{decision.move} [[{decision.cluster_id}]] → {decision.path.rsplit('/', 1)[0]}/")
         for marker in decision.drop_signals:
             lines.append(f"removed cleared signal `{marker.attr('source') or '-'}` from [[{decision.cluster_id}]]")
     heat = decisions.heat_changed
