@@ -136,3 +136,17 @@ def test_brain_tick_alias_and_module_entry(vault: Path) -> None:
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["no_ai"] is True
+
+
+def test_every_locking_command_exits_3_naming_the_holder(vault: Path) -> None:
+    """One handler turns a held vault lock into the same error line for every command."""
+    from brain.io.writer import vault_lock
+
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-l-0123456789ab", sessions=["a", "b", "c"], tool_calls=900,
+              last_active="2026-11-21T11:00:00Z")
+    assert runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", NOW]).exit_code == 0
+    with vault_lock(vault, "holder-under-test"):
+        for args in (["tick", "--no-ai"], ["keeper"], ["undo"]):
+            result = runner.invoke(app, [*args, "--vault", str(vault), "--now", NOW])
+            assert result.exit_code == 3, args
+            assert result.stderr.startswith("Error: vault is locked") and "holder-under-test" in result.stderr, args

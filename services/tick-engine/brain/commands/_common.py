@@ -83,22 +83,30 @@ def require_vault(settings: Settings, *, must_exist: bool = True) -> Path:
     return vault
 
 
+def _as_brain_error(exc: Exception) -> BrainError | None:
+    """Domain exceptions raised below the CLI, as the one-line error users read."""
+    from brain.io.writer import LockHeld  # imported on the error path only: hooks stay fast
+
+    if isinstance(exc, LockHeld):  # every command that takes the vault lock: exit 3, naming the holder
+        return BrainError("vault is locked", f"held by {exc.holder}", path=exc.path, exit_code=EXIT_LOCKED)
+    return None
+
+
 def run(body: Callable[[], int | None]) -> NoReturn:
     """Run a command body; turn errors into one line on stderr and an exit code, once."""
     try:
         code = body() or EXIT_OK
-    except BrainError as exc:
-        if debug_enabled():
-            raise
-        log(f"Error: {exc.line()}")
-        raise typer.Exit(exc.exit_code) from None
     except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # the one catch-all: a short line for users, a traceback under BRAIN_DEBUG
         if debug_enabled():
             raise
-        log(f"Error: unexpected {type(exc).__name__}: {exc} (set BRAIN_DEBUG=1 for a traceback)")
-        raise typer.Exit(EXIT_FAILED) from None
+        error = exc if isinstance(exc, BrainError) else _as_brain_error(exc)
+        if error is None:
+            log(f"Error: unexpected {type(exc).__name__}: {exc} (set BRAIN_DEBUG=1 for a traceback)")
+            raise typer.Exit(EXIT_FAILED) from None
+        log(f"Error: {error.line()}")
+        raise typer.Exit(error.exit_code) from None
     raise typer.Exit(code)
 
 

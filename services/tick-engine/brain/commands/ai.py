@@ -9,8 +9,6 @@ from pathlib import Path
 import typer
 
 from brain.commands._common import (
-    EXIT_LOCKED,
-    BrainError,
     FeedOpt,
     NowOpt,
     UsageError,
@@ -84,9 +82,8 @@ def apply(
     """
 
     def body() -> int:
-        from brain.commands.vault import _print_summary
+        from brain.commands.vault import emit_report
         from brain.core.recommendations import MAX_ANSWER_CHARS
-        from brain.io.writer import LockHeld
         from brain.pipeline.ai import replay_phase, unwrap_saved
         from brain.pipeline.tick import run_tick
 
@@ -103,17 +100,11 @@ def apply(
             raise UsageError("cannot read the recommendations", exc.strerror or str(exc),
                              path=recommendations) from None
         text = unwrap_saved(raw.decode("utf-8", errors="replace"))
-        try:
-            report = run_tick(s, instant, no_ai=False, dry_run=dry_run,
-                              ai_phase=replay_phase(text, str(recommendations)))
-        except LockHeld as exc:
-            raise BrainError("vault is locked", f"held by {exc.holder}", path=exc.path,
-                             exit_code=EXIT_LOCKED) from None
+        report = run_tick(s, instant, no_ai=False, dry_run=dry_run,
+                          ai_phase=replay_phase(text, str(recommendations)))
         data = report.as_dict()
-        if as_json:
-            sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        else:
-            _print_summary(data)
+        emit_report(data, as_json=as_json)
+        if not as_json:
             apply_phase = data["phases"].get("apply", {})
             if apply_phase.get("applied"):
                 verb = "would apply" if dry_run else "applied"

@@ -11,8 +11,6 @@ from typing import Any
 import typer
 
 from brain.commands._common import (
-    EXIT_LOCKED,
-    BrainError,
     NowOpt,
     UsageError,
     VaultOpt,
@@ -133,7 +131,6 @@ def cluster(
 
     def body() -> int:
         from brain.core.clustering import BundleError
-        from brain.io.writer import LockHeld
         from brain.pipeline.cluster import ClusterError, run_cluster, summary_line
 
         s = settings_from(vault=vault, now=now)
@@ -145,8 +142,6 @@ def cluster(
             report = run_cluster(s, instant, bundle=data, out_dir=out_dir, vault=s.vault, dry_run=dry_run)
         except (BundleError, ClusterError) as exc:
             raise UsageError("cannot cluster", str(exc)) from None
-        except LockHeld as exc:
-            raise BrainError("vault is locked", f"held by {exc.holder}", path=exc.path, exit_code=EXIT_LOCKED) from None
         log(summary_line(report))
         for problem in report.problems[:20]:
             where = f"{problem.path}:{problem.line}" if problem.line else problem.path

@@ -11,7 +11,6 @@ import typer
 
 from brain.commands._common import (
     EXIT_FAILED,
-    EXIT_LOCKED,
     BrainError,
     FeedOpt,
     NowOpt,
@@ -79,7 +78,6 @@ def _print_summary(report: dict[str, Any]) -> None:
 
 def _tick(vault: Path | None, brain_feed: Path | None, now: str | None, *, no_ai: bool, dry_run: bool,
           as_json: bool, llm_url: str | None = None, model: str | None = None, keeper_only: bool = False) -> int:
-    from brain.io.writer import LockHeld
     from brain.pipeline.tick import run_tick
 
     s = settings_from(vault=vault, brain_feed=brain_feed, now=now, llm_url=llm_url, llm_model=model)
@@ -91,20 +89,22 @@ def _tick(vault: Path | None, brain_feed: Path | None, now: str | None, *, no_ai
         ai_phase, skip = _ai_phase(s)
         if ai_phase is None:
             log(f"AI phases skipped: {skip}")
-    try:
-        report = run_tick(s, instant, no_ai=no_ai, dry_run=dry_run, ai_phase=ai_phase, ai_skip_reason=skip,
-                          keeper_only=keeper_only)
-    except LockHeld as exc:
-        raise BrainError("vault is locked", f"held by {exc.holder}", path=exc.path, exit_code=EXIT_LOCKED) from None
+    report = run_tick(s, instant, no_ai=no_ai, dry_run=dry_run, ai_phase=ai_phase, ai_skip_reason=skip,
+                      keeper_only=keeper_only)
     data = report.as_dict()
     if keeper_only:
         for name in ("prompt", "llm", "apply"):
             data["phases"].pop(name, None)
+    emit_report(data, as_json=as_json)
+    return report.exit_code
+
+
+def emit_report(data: dict[str, Any], *, as_json: bool) -> None:
+    """A tick-shaped report: JSON on stdout, or the short human summary on stderr."""
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
         _print_summary(data)
-    return report.exit_code
 
 
 def _ai_phase(s: Any) -> tuple[Any, str | None]:
@@ -211,12 +211,8 @@ def undo(
             target = tick_id
             if not (root / writer.JOURNAL_DIR / target / "manifest.json").is_file():
                 raise UsageError("unknown tick", f"no journal {target}", path=root / writer.JOURNAL_DIR)
-        try:
-            with writer.vault_lock(root, "undo"):
-                result = writer.undo(root, target, force=force)
-        except writer.LockHeld as exc:
-            raise BrainError("vault is locked", f"held by {exc.holder}", path=exc.path,
-                             exit_code=EXIT_LOCKED) from None
+        with writer.vault_lock(root, "undo"):
+            result = writer.undo(root, target, force=force)
         print(json.dumps({"tick_id": target, "restored": result.restored, "conflicts": result.conflicts,
                           "done": result.done}))
         if not result.done:
