@@ -418,3 +418,13 @@ def test_extract_pipe_cluster_on_real_fixtures(tmp_path: Path) -> None:
     for path in (vault / "clusters" / "2026-06-01").glob("*.md"):
         note = parse_note(path.name, path.read_bytes(), size=0, mtime_ns=0, sha1="")
         assert note.arc is not None and note.problems == ()
+
+
+def test_standalone_dry_run_into_a_new_folder_plans_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "not-yet"
+    data = json.dumps(bundle(session("s1", T0)))
+    result = CliRunner().invoke(app, ["cluster", "--out-dir", str(out), "--now", NOW, "--dry-run"], input=data)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert len(report["written"]) == 1 and report["problems"] == []
+    assert not out.exists()

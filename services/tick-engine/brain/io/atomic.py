@@ -39,6 +39,8 @@ def confined(root: Path, relative: str, verified: set[str] | None = None) -> Pat
             if real != root_real and root_real not in real.parents:
                 raise ConfinementError(f"path {relative!r} resolves outside the vault")
             break
+        if probe == root:  # a root that does not exist yet (a dry run into a new folder) holds nothing
+            break
         probe = probe.parent
     if target.is_symlink():
         raise ConfinementError(f"path {relative!r} is a symbolic link")

@@ -14,7 +14,6 @@ Dry run computes the same plan and reports it; nothing is written anywhere.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,7 +31,7 @@ from brain.core.clustering import (
     update_arc_text,
 )
 from brain.core.frontmatter import FrontmatterError
-from brain.core.model import Note, Problem, parse_note
+from brain.core.model import Note, Problem
 from brain.core.plan import Expect, Plan, WriteFile
 from brain.settings import Settings
 
@@ -234,48 +233,34 @@ def _run_in_vault(report: ClusterReport, settings: Settings, now: datetime, sess
 
 def _run_standalone(report: ClusterReport, settings: Settings, now: datetime, sessions: list[Session],
                     out_dir: Path, dry_run: bool) -> None:
-    from brain.io.atomic import atomic_write
+    """A folder outside any vault: its top-level arcs, the one scanner and writer, no lock or journal."""
+    from brain.io import writer
+    from brain.io.vault import read_current, scan
 
-    arcs: list[tuple[Note, ExistingArc]] = []
+    listing = []
     if out_dir.is_dir():
-        for entry in sorted(os.scandir(out_dir), key=lambda e: e.name):
-            if not entry.name.endswith(".md") or not entry.is_file(follow_symlinks=False):
-                continue
-            data = Path(entry.path).read_bytes()
-            info = entry.stat(follow_symlinks=False)
-            note = parse_note(entry.name, data, size=len(data), mtime_ns=info.st_mtime_ns,
-                              sha1=hashlib.sha1(data, usedforsecurity=False).hexdigest())
-            if note.arc is not None and note.parsed:
-                arcs.append((note, ExistingArc(note.path, note.arc)))
-
-    def read_text(note: Note) -> str:
-        data = (out_dir / note.path).read_bytes()
-        if hashlib.sha1(data, usedforsecurity=False).hexdigest() != note.sha1:
-            raise OSError(f"{note.path} changed since it was read")
-        return data.decode("utf-8")
-
-    planned = plan_cluster(sessions, arcs, read_text, out_rel=".", settings=settings, now=now)
+        with os.scandir(out_dir) as entries:
+            listing = [
+                (entry.name, entry.stat(follow_symlinks=False))
+                for entry in entries
+                if entry.name.endswith(".md") and not entry.name.startswith(".")
+                and entry.is_file(follow_symlinks=False)
+            ]
+    snapshot = scan(out_dir, feed_dir=out_dir / "brain-feed", max_note_bytes=settings.max_note_bytes,
+                    write_cache=False, listing=sorted(listing, key=lambda item: item[0]))
+    arcs = [(note, ExistingArc(note.path, note.arc)) for note in snapshot.notes.values()
+            if note.arc is not None and note.parsed]
+    planned = plan_cluster(sessions, arcs, lambda note: read_current(out_dir, note), out_rel=".",
+                           settings=settings, now=now)
     report.created, report.updated, report.unchanged = planned.created, planned.updated, planned.unchanged
     for item in report.created:
         item["path"] = item["path"].removeprefix("./")
     report.problems.extend(planned.problems)
-    for op in planned.plan.operations:
-        assert isinstance(op, WriteFile)
-        name = op.path.removeprefix("./")
-        target = out_dir / name
-        current = target.read_bytes() if target.exists() else None
-        if current == op.content:
-            continue
-        if op.expect is None and current is not None:
-            report.problems.append(Problem(name, None, "a file appeared here since it was read; left as it is"))
-            continue
-        if op.expect is not None and (current is None or hashlib.sha1(current, usedforsecurity=False).hexdigest()
-                                      != op.expect.sha1):
-            report.problems.append(Problem(name, None, "changed since it was read; left as it is"))
-            continue
-        if not dry_run:
-            atomic_write(target, op.content)
-        report.written.append(name)
+    if not dry_run:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    result = writer.apply_plan(out_dir, planned.plan, journal=None, dry_run=dry_run)
+    report.written = [path.removeprefix("./") for path in result.written]
+    report.problems.extend(result.problems)
 
 
 def summary_line(report: ClusterReport) -> str:
