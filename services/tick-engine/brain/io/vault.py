@@ -26,7 +26,6 @@ from brain.io.atomic import atomic_write
 CACHE_FILE = ".brain/cache.json"
 CACHE_VERSION = 4
 RACY_SECONDS = 2
-SKIPPED_DIRS = frozenset({".brain", ".obsidian", ".trash", ".git"})
 
 
 class ChangedError(Exception):
@@ -124,11 +123,11 @@ def walk(vault: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, os.
             for entry in entries:
                 name = entry.name
                 if name.startswith(".") or entry.is_symlink():
-                    continue  # dot-folders are hidden; symlinks are never followed
+                    continue  # dot-folders (.brain, .obsidian, .trash, .git) are hidden; symlinks are never followed
                 child = f"{rel}{name}"
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if name not in SKIPPED_DIRS and child not in skip:
+                        if child not in skip:
                             stack.append((entry.path, child + "/"))
                     elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
                         found.append((child, entry.stat(follow_symlinks=False)))
@@ -137,16 +136,17 @@ def walk(vault: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, os.
     return found
 
 
-def feed_skip(vault: Path, feed_dir: Path) -> frozenset[str]:
+def feed_relative(vault: Path, feed_dir: Path) -> str | None:
+    """The feed folder relative to the vault, or None when it lives elsewhere."""
     try:
-        rel = feed_dir.resolve().relative_to(vault.resolve())
+        return feed_dir.resolve().relative_to(vault.resolve()).as_posix()
     except ValueError:
-        return frozenset()
-    return frozenset({rel.as_posix()})
+        return None
 
 
 def listing_of(vault: Path, feed_dir: Path) -> list[tuple[str, os.stat_result]]:
-    return walk(vault, feed_skip(vault, feed_dir))
+    rel = feed_relative(vault, feed_dir)
+    return walk(vault, frozenset() if rel is None else frozenset({rel}))
 
 
 def scan(

@@ -11,7 +11,7 @@ from brain.core import feed, keeper
 from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
 from brain.core.redaction import redact
-from brain.io.vault import ChangedError, Snapshot, expect_of, read_current
+from brain.io.vault import ChangedError, Snapshot, expect_of, feed_relative, read_current
 from brain.settings import Settings
 
 
@@ -26,14 +26,6 @@ class KeeperPlan:
     inject_blocks: int = 0
     signals_active: int = 0
     predicted: dict[str, Note] = field(default_factory=dict)  # path after this tick -> its note
-
-
-def feed_relative(vault: Path, feed_dir: Path) -> str | None:
-    """The feed folder relative to the vault, or None when it lives elsewhere."""
-    try:
-        return feed_dir.resolve().relative_to(vault.resolve()).as_posix()
-    except ValueError:
-        return None
 
 
 MAX_DIFF_LINES = 200

@@ -22,8 +22,8 @@ from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.io import writer
 from brain.io.atomic import append_line, atomic_write
-from brain.io.vault import Snapshot, listing_of, save_cache, scan
-from brain.pipeline.keeper import KeeperPlan, feed_relative, plan_keeper, write_external_feed
+from brain.io.vault import Snapshot, feed_relative, listing_of, save_cache, scan
+from brain.pipeline.keeper import KeeperPlan, plan_keeper, write_external_feed
 from brain.settings import Settings
 
 EXIT_OK, EXIT_VERIFY, EXIT_LOCKED, EXIT_AI = 0, 1, 3, 4
@@ -168,7 +168,7 @@ def run_tick(
         "output_tokens": None,
         "cost_usd": None,
     }
-    report.health.update({k: v for k, v in report.phases.get("llm", {}).get("health", {}).items()})
+    report.health.update(report.phases.get("llm", {}).get("health", {}))
     if not dry_run and not keeper_only:
         append_line(feed_dir / "health.jsonl", json.dumps(report.health, sort_keys=False))
     return report
@@ -430,8 +430,8 @@ def verify_vault(
             failures.append(Problem(rel or str(feed_dir), None,
                                     f"verify: feed is {total} tokens, budget {s.feed_token_budget}"))
     second = writer.apply_plan(vault, _without_owned_feed(check, rel), journal=None, dry_run=True)
-    pending = [p for p in second.written + [f"{a} → {b}" for a, b in second.moved] if p not in result.conflicts]
-    pending = [p for p in pending if not any(p.startswith(c) for c in result.conflicts)]
+    pending = [p for p in second.written + [f"{a} → {b}" for a, b in second.moved]
+               if not any(p.startswith(c) for c in result.conflicts)]  # files left for the next tick
     if pending:
         failures.append(Problem(pending[0], None,
                                 f"verify: a second pass would still change {len(pending)} files: "
