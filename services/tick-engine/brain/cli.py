@@ -27,6 +27,9 @@ COMMAND_MODULES = (
     "brain.commands.ai",
     "brain.commands.amygdala",
     "brain.commands.hook",
+    "brain.commands.eval",
+    "brain.commands.search",
+    "brain.commands.mcp",
 )
 
 for _name in COMMAND_MODULES:

@@ -296,3 +296,48 @@ def dashboards(decisions: Mapping[str, ArcDecision]) -> dict[str, str]:
             lines.append(f"- [[{arc.cluster_id}]] — {title} · {decision.status or '-'} · `{folder}`")
         out[f"clusters/{day}/_dashboard.md"] = "\n".join(lines) + "\n"
     return out
+
+
+@dataclass(frozen=True)
+class FeedInputs:
+    """Everything the feed is built from: the tick's notes and decisions, and its own diff."""
+
+    notes: tuple[Note, ...]
+    decisions: Mapping[str, ArcDecision]
+    now: datetime
+    settings: Settings
+    diff_lines: tuple[str, ...] = ()
+    tick_id: str = ""
+    intent_text: str | None = None
+    folder_tokens: Mapping[str, int] = field(default_factory=dict)  # feed files already in the folder
+
+
+@dataclass
+class BuiltFeed:
+    files: list[FeedFile]
+    signals_active: int = 0
+    inject_blocks: int = 0
+    fixed_tokens: int = 0  # tokens of the folder's files this build did not produce
+
+
+def build_feed(inputs: FeedInputs) -> BuiltFeed:
+    """The registry of feed files: every file the tick writes to ``brain-feed/``, within budget."""
+    s, now = inputs.settings, inputs.now
+    date = now.date().isoformat()
+    views = arc_views(inputs.decisions)
+    signal_list = signal_views(inputs.notes, inputs.decisions)
+    injected = inject(inputs.notes, inputs.decisions, now, s, date)
+    files = [hot_arcs(views, s, date), injected, signals(signal_list, s, date)]
+    if inputs.diff_lines:
+        files.append(last_tick_diff(list(inputs.diff_lines), s, date, inputs.tick_id or now.isoformat()))
+    if inputs.intent_text is not None:
+        intent = FeedFile(INTENT, "Operator Intent", 7, "info", date, s.feed_ttl_seconds, "# Operator intent\n")
+        first, _, rest = redact(inputs.intent_text).strip().partition("\n")
+        intent.items.append(FeedItem(first))
+        if rest.strip():
+            intent.items.append(FeedItem(rest.strip(), RANK_INTENT))
+        files.append(intent)
+    produced = {f.name for f in files}
+    fixed = sum(n for name, n in inputs.folder_tokens.items() if name not in produced)
+    fit_budget(files, fixed, s.feed_token_budget)
+    return BuiltFeed(files, signals_active=len(signal_list), inject_blocks=len(injected.items), fixed_tokens=fixed)

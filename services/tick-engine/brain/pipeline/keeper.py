@@ -10,7 +10,6 @@ from pathlib import Path
 from brain.core import feed, keeper
 from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
-from brain.core.redaction import redact
 from brain.io.vault import ChangedError, Snapshot, expect_of, feed_relative, read_current
 from brain.settings import Settings
 
@@ -108,39 +107,19 @@ def plan_keeper(
         elif new != text:
             plan.add(WriteFile(note.path, data, expect_of(note), reason="heat/status", before=before))
 
-    # Feed: keeper files, plus the AI-owned ones when this tick produced them.
-    date = now.date().isoformat()
-    views = feed.arc_views(decisions.arcs)
-    signal_views = feed.signal_views(snapshot.notes.values(), decisions.arcs)
-    files = [
-        feed.hot_arcs(views, s, date),
-        feed.inject(snapshot.notes.values(), decisions.arcs, now, s, date),
-        feed.signals(signal_views, s, date),
-    ]
-    out.signals_active = len(signal_views)
+    # Feed: every file comes from core/feed.py's registry; the planner only writes them.
     diff = _merge_heat_lines(describe_moves(decisions) + list(extra_diff or []))
     out.diff_lines = diff
-    if diff:
-        files.append(feed.last_tick_diff(diff, s, date, tick_id or now.isoformat()))
-    if intent_text is not None:
-        intent = feed.FeedFile(feed.INTENT, "Operator Intent", 7, "info", date, s.feed_ttl_seconds,
-                               "# Operator intent\n")
-        first, _, rest = redact(intent_text).strip().partition("\n")
-        intent.items.append(feed.FeedItem(first))
-        if rest.strip():
-            intent.items.append(feed.FeedItem(rest.strip(), feed.RANK_INTENT))
-        files.append(intent)
-    produced = {f.name for f in files}
-    fixed = 0
-    if feed_dir.is_dir():
-        for other in sorted(feed_dir.glob("*.md")):
-            if other.name not in produced:
-                try:
-                    fixed += feed.tokens(other.read_text(encoding="utf-8", errors="replace"))
-                except OSError:
-                    continue
-    feed.fit_budget(files, fixed, s.feed_token_budget)
-    out.inject_blocks = len(files[1].items)
+    built = feed.build_feed(
+        feed.FeedInputs(
+            notes=tuple(snapshot.notes.values()), decisions=decisions.arcs, now=now, settings=s,
+            diff_lines=tuple(diff), tick_id=tick_id or now.isoformat(), intent_text=intent_text,
+            folder_tokens=_folder_tokens(feed_dir),
+        )
+    )
+    files = built.files
+    out.signals_active = built.signals_active
+    out.inject_blocks = built.inject_blocks
     rel = feed_relative(vault, feed_dir)
     for feed_file in files:
         text = feed_file.render()
@@ -148,11 +127,23 @@ def plan_keeper(
         out.feed_tokens += feed.tokens(text)
         if rel is not None:
             plan.add(WriteFile(f"{rel}/{feed_file.name}", text.encode("utf-8"), owned=True, reason="feed"))
-    out.feed_tokens += fixed
+    out.feed_tokens += built.fixed_tokens
 
     for path, text in sorted(feed.dashboards(decisions.arcs).items()):
         plan.add(WriteFile(path, text.encode("utf-8"), owned=True, reason="dashboard"))
     return out
+
+
+def _folder_tokens(feed_dir: Path) -> dict[str, int]:
+    """Tokens of each feed file already in the folder (the ones this tick does not rewrite count too)."""
+    found: dict[str, int] = {}
+    if feed_dir.is_dir():
+        for other in sorted(feed_dir.glob("*.md")):
+            try:
+                found[other.name] = feed.tokens(other.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+    return found
 
 
 def write_external_feed(feed_dir: Path, files: dict[str, str], *, dry_run: bool) -> list[str]:
