@@ -73,6 +73,10 @@ class Settings:
     # --- extraction and clustering (SPEC §5) -----------------------------------------
     projects_dir: Path = _opt(Path("~/.claude/projects"), "Claude Code projects folder.", group="extract")
     codex_dir: Path = _opt(Path("~/.codex/sessions"), "Codex CLI sessions folder.", group="extract")
+    gemini_dir: Path = _opt(Path("~/.gemini/tmp"), "Gemini CLI project folders (`<hash>/chats/`, `logs.json`).", group="extract")
+    opencode_dir: Path = _opt(
+        Path("~/.local/share/opencode"), "OpenCode data folder (`opencode.db` and the older `storage/` tree).", group="extract"
+    )
     since: str = _opt("26h", "Extraction window start: relative (`26h`, `7d`) or ISO-8601.", group="extract")
     min_turns: int = _opt(5, "Sessions with fewer human turns are left out of the bundle.", group="extract")
     cluster_gap_minutes: int = _opt(120, "Sessions of one project at most this far apart share an arc.", group="extract")

@@ -52,11 +52,15 @@ class _ProgressBar:
 
 
 def extract(
-    agent: str = typer.Option("all", "--agent", help="claude-code, codex or all."),
+    agent: str = typer.Option("all", "--agent", help="claude-code, codex, gemini-cli, opencode or all."),
     projects_dir: Path = typer.Option(None, "--projects-dir", help="Claude Code projects folder "
                                       "(env BRAIN_PROJECTS_DIR; default ~/.claude/projects)."),
     codex_dir: Path = typer.Option(None, "--codex-dir", help="Codex sessions folder "
                                    "(env BRAIN_CODEX_DIR; default ~/.codex/sessions)."),
+    gemini_dir: Path = typer.Option(None, "--gemini-dir", help="Gemini CLI folder "
+                                    "(env BRAIN_GEMINI_DIR; default ~/.gemini/tmp)."),
+    opencode_dir: Path = typer.Option(None, "--opencode-dir", help="OpenCode data folder "
+                                      "(env BRAIN_OPENCODE_DIR; default ~/.local/share/opencode)."),
     since: str = typer.Option(None, "--since", help="Window start: 26h, 7d or ISO-8601 (env BRAIN_SINCE; default 26h)."),
     until: str = typer.Option(None, "--until", help="Window end: ISO-8601 or relative like 2h (default: now)."),
     project: str = typer.Option(None, "--project", help="Only sessions whose project or cwd contains this."),
@@ -64,7 +68,7 @@ def extract(
                                   "(env BRAIN_MIN_TURNS; default 5)."),
     now: str = NowOpt,
 ) -> None:
-    """Read Claude Code and Codex session logs; print the session bundle JSON on stdout.
+    """Read Claude Code, Codex, Gemini CLI and OpenCode session logs; print the session bundle JSON on stdout.
 
     Files modified before the window are never opened; every text field is redacted.
 
@@ -75,7 +79,8 @@ def extract(
         from brain.pipeline.extract import ExtractError
         from brain.pipeline.extract import extract as run_extract
 
-        s = settings_from(projects_dir=projects_dir, codex_dir=codex_dir, since=since, min_turns=min_turns, now=now)
+        s = settings_from(projects_dir=projects_dir, codex_dir=codex_dir, gemini_dir=gemini_dir,
+                          opencode_dir=opencode_dir, since=since, min_turns=min_turns, now=now)
         instant = resolve_now(s)
         bar = _ProgressBar() if sys.stderr.isatty() else None
         try:

@@ -22,10 +22,10 @@ from typing import Any
 from brain.core.clustering import BUNDLE_VERSION, Session
 from brain.core.redaction import redact_obj
 from brain.core.timeutil import TimeParseError, iso, parse_point
-from brain.io.sessions import AGENTS, Progress, ReadStats, claude, codex
+from brain.io.sessions import AGENTS, READERS, Progress, ReadStats
 from brain.settings import Settings
 
-AGENT_CHOICES = ("claude-code", "codex", "all")
+AGENT_CHOICES = (*AGENTS, "all")
 
 
 class ExtractError(ValueError):
@@ -120,22 +120,17 @@ def extract(
     warnings: list[str] = []
     since_ts = start.timestamp()
 
-    claude_plans: list[Any] = []
-    codex_paths: list[Path] = []
-    projects_dir = settings.projects_dir.expanduser()
-    codex_dir = settings.codex_dir.expanduser()
-    if "claude-code" in agents:
-        if projects_dir.is_dir():
-            claude_plans = claude.plan(projects_dir, since_ts, stats)
-        else:
-            warnings.append(f"Claude Code projects folder not found: {projects_dir}")
-    if "codex" in agents:
-        if codex_dir.is_dir():
-            codex_paths = codex.plan(codex_dir, since_ts, stats)
-        else:
-            warnings.append(f"Codex sessions folder not found: {codex_dir}")
+    plans: list[tuple[Any, Any]] = []  # (reader, its plan), in registry order
+    defaults = Settings()
+    for name in agents:
+        reader = READERS[name]
+        folder: Path = getattr(settings, reader.setting).expanduser()
+        if folder.is_dir():
+            plans.append((reader, reader.plan(folder, since_ts, stats)))
+        elif agent != "all" or getattr(settings, reader.setting) != getattr(defaults, reader.setting):
+            warnings.append(f"{reader.label} not found: {folder}")  # an agent not in use is no warning
 
-    total = sum(len(p.mains) for p in claude_plans) + len(codex_paths)
+    total = sum(reader.units(found) for reader, found in plans)
     keep = _Filter(start, end, project.lower() if project else None, turns)
     sessions: dict[tuple[str, str], Session] = {}
 
@@ -148,9 +143,11 @@ def extract(
             if known is None or (session.end, session.user_turns) > (known.end, known.user_turns):
                 sessions[key] = session
 
-    done_claude = sum(len(p.mains) for p in claude_plans)
-    collect(claude.read(claude_plans, stats, progress, 0, total))
-    collect(codex.read(codex_paths, stats, progress, done_claude, total))
+    done = 0
+    for reader, found in plans:
+        collect(reader.read(found, stats, progress, done, total))
+        done += reader.units(found)
+    warnings.extend(stats.problems)
 
     ordered = tuple(sorted(sessions.values(), key=lambda s: (s.start, s.agent, s.session_id)))
     figures = stats.as_dict()

@@ -1,4 +1,4 @@
-"""Streaming readers of agent session logs (Claude Code, Codex CLI) -> :class:`Session` values.
+"""Streaming readers of agent session logs (Claude Code, Codex CLI, Gemini CLI, OpenCode) -> :class:`Session`.
 
 Every reader works line by line in binary and never holds a whole file: memory depends on
 the longest line and the number of distinct records, not on the file size. A line that is
@@ -6,9 +6,12 @@ not one JSON object (truncated by a crash, two records glued together, non-UTF-8
 counted in :class:`ReadStats` and skipped; complete records glued onto it are salvaged.
 Files whose mtime is older than the window are never opened (one ``os.stat`` each).
 
-``brain.io.sessions.claude`` and ``brain.io.sessions.codex`` hold the format rules; this
-module holds what they share: line decoding, prompt cleaning, joy detection, statistics.
-Gemini CLI and OpenCode logs are not read (see the docs).
+Each agent format is one module (``claude``, ``codex``, ``gemini``, ``opencode``) that
+registers a :class:`SessionReader` (its name, the setting and flag of its log folder, and its
+``plan`` / ``read`` functions); ``AGENTS``, ``brain extract --agent`` and ``all`` come from
+:data:`READERS`, so a new format is one module plus one line in the import list at the end
+of this file. This module holds what the formats share: the registry, line decoding, prompt
+cleaning, joy detection, statistics.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -28,10 +31,12 @@ from brain.core.timeutil import parse_instant
 
 __all__ = [
     "AGENTS",
+    "READERS",
     "FileCounters",
     "Progress",
     "ReadStats",
     "Session",
+    "SessionReader",
     "TimeRange",
     "clean_prompt",
     "is_joyful",
@@ -41,8 +46,6 @@ __all__ = [
     "relative_file",
     "top_tools",
 ]
-
-AGENTS = ("claude-code", "codex")
 
 #: Lines longer than this are drained in chunks, counted as damaged and skipped.
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -78,9 +81,12 @@ class ReadStats:
     subagent_files: int = 0
     orphan_subagent_files: int = 0
     unsupported_files: int = 0
+    oversized_files: int = 0
+    #: One line per problem worth a warning in the bundle (a file over a size cap, an unreadable database).
+    problems: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "problems"}
 
 
 @dataclass
@@ -133,7 +139,7 @@ def _salvage(text: str, counters: FileCounters) -> list[dict[str, Any]]:
             continue
         try:
             value, end = _DECODER.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             found.append(value)
@@ -152,6 +158,9 @@ def decode_line(raw: bytes, counters: FileCounters) -> list[dict[str, Any]]:
         text = raw.decode("utf-8", "replace")
     try:
         value = _DECODER.decode(text)  # no strip(): the decoder skips whitespace without copying the line
+    except RecursionError:
+        counters.damaged += 1  # nested deeper than the interpreter's stack: a damaged line, not a crash
+        return []
     except ValueError:
         if not text.strip():
             return []
@@ -322,3 +331,40 @@ def most_common(counts: Counter[str]) -> str:
     if not counts:
         return ""
     return counts.most_common(1)[0][0]
+
+
+# ---------------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class SessionReader:
+    """One agent log format, as ``brain extract`` drives it.
+
+    ``plan(folder, since_ts, stats)`` lists and stats the logs under ``folder`` (opening none
+    older than ``since_ts``) and returns a plan; ``units(plan)`` is how many progress steps
+    reading it takes; ``read(plan, stats, progress, done, total)`` streams its sessions.
+    """
+
+    agent: str
+    setting: str  #: the :class:`~brain.settings.Settings` field holding the log folder
+    flag: str  #: the ``brain extract`` option that sets it
+    label: str  #: what the folder is, for warnings: "Gemini CLI folder"
+    plan: Callable[[Path, float | None, ReadStats], Any]
+    units: Callable[[Any], int]
+    read: Callable[[Any, ReadStats, Progress | None, int, int], Iterator[Session]]
+
+
+READERS: dict[str, SessionReader] = {}
+
+
+def register(reader: SessionReader) -> SessionReader:
+    """Add a format to the registry (each format module calls this once, at import)."""
+    READERS[reader.agent] = reader
+    return reader
+
+
+# One line per format: importing the module registers it (order = order in the bundle's "agents").
+from brain.io.sessions import claude, codex, gemini, opencode  # noqa: E402
+
+AGENTS: tuple[str, ...] = tuple(READERS)
+__all__ += ["claude", "codex", "gemini", "opencode", "register"]

@@ -47,6 +47,7 @@ from brain.io.sessions import (
     Session,
     TimeRange,
     clean_prompt,
+    SessionReader,
     from_key,
     most_common,
     one_line,
@@ -54,6 +55,7 @@ from brain.io.sessions import (
     read_file,
     relative_file,
     time_key,
+    register,
     top_tools,
 )
 
@@ -423,3 +425,7 @@ def _fold(path: Path, sessions: dict[str, _MainSession], seen: set[int], stats: 
         return
     stats.subagent_files += 1
     parent.fold(agent)
+
+
+register(SessionReader(AGENT, "projects_dir", "--projects-dir", "Claude Code projects folder", plan,
+                       lambda plans: sum(len(folder.mains) for folder in plans), read))

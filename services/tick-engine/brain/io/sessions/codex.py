@@ -37,6 +37,7 @@ from brain.io.sessions import (
     PromptTrack,
     ReadStats,
     Session,
+    SessionReader,
     TimeRange,
     clean_prompt,
     from_key,
@@ -44,6 +45,7 @@ from brain.io.sessions import (
     one_line,
     project_name,
     read_file,
+    register,
     relative_file,
     time_key,
     top_tools,
@@ -301,3 +303,6 @@ def read(paths: list[Path], stats: ReadStats, progress: Progress | None = None,
             stats.files_without_conversation += 1
             continue
         yield session
+
+
+register(SessionReader(AGENT, "codex_dir", "--codex-dir", "Codex sessions folder", plan, len, read))

@@ -1,0 +1,474 @@
+"""OpenCode sessions: ``<opencode-dir>/opencode.db`` and the older ``storage/`` tree (``session-formats.md`` §4).
+
+``<opencode-dir>`` is OpenCode's data folder, ``~/.local/share/opencode`` (``$XDG_DATA_HOME``).
+No real OpenCode capture with a licence that allows copying was found; the layout below is
+the published one, read from OpenCode's own source (``packages/opencode/src/session/
+session.sql.ts`` and ``message-v2.ts`` in anomalyco/opencode) and the storage notes cited in
+``reference/session-formats.md`` §4.
+
+- From v1.2 a SQLite database ``opencode.db``: table ``session`` (``id``, ``project_id``,
+  ``parent_id``, ``directory``, ``title``, ``time_created``, ``time_updated`` in epoch ms …),
+  ``message`` (``id``, ``session_id``, ``time_created``, ``data``: the message JSON without
+  its ids) and ``part`` (``id``, ``message_id``, ``session_id``, ``time_created``, ``data``).
+  It is opened read-only; a session whose ``time_updated`` is before the window is never
+  read (counted with the files skipped by mtime).
+- Up to v1.1 a JSON tree under ``storage/``: ``session/<projectID>/<sessionID>.json``,
+  ``message/<sessionID>/<messageID>.json``, ``part/<messageID>/<partID>.json``. A session
+  file older than the window is never opened. The one-time migration to the database
+  skipped some installs, so both are read: the database first, then the JSON sessions it
+  does not hold.
+- The project is the session's ``directory`` (else an assistant message's ``path.cwd``).
+- A human turn is a ``user`` message with a text part that is not ``synthetic``; assistant
+  turns are ``assistant`` messages. Tool calls are ``tool`` parts (``tool`` is the name,
+  ``state.status: error`` an error; an assistant message with an ``error`` is one too).
+  Files touched are the ``filePath`` of ``edit`` / ``write`` / ``multiedit`` calls, the files
+  of ``apply_patch`` calls and of ``patch`` parts. ``compaction`` parts count compactions.
+- A child session (``parent_id``, made by the ``task`` tool) is a subagent: its tool calls,
+  errors and files fold into the parent when the parent is read. OpenCode records no branch.
+- A file or row whose JSON is damaged is counted in ``damaged_lines`` and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brain.io.sessions import (
+    MAX_FILES,
+    PROMPT_KEEP_CHARS,
+    FileCounters,
+    Progress,
+    PromptTrack,
+    ReadStats,
+    Session,
+    SessionReader,
+    TimeRange,
+    clean_prompt,
+    from_key,
+    most_common,
+    one_line,
+    project_name,
+    register,
+    relative_file,
+    time_key,
+    top_tools,
+)
+
+AGENT = "opencode"
+
+#: A storage JSON file (one session, message or part) larger than this is not parsed.
+MAX_JSON_BYTES = 64 * 1024 * 1024
+EDIT_TOOLS = frozenset({"edit", "write", "multiedit"})
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_DECODER = json.JSONDecoder()
+
+
+def decode(raw: bytes | str | None, counters: FileCounters) -> dict[str, Any] | None:
+    """One JSON object (a file or a ``data`` column); damage counted, never raised."""
+    if raw is None:
+        return None
+    counters.lines += 1
+    if isinstance(raw, bytes):
+        counters.bytes += len(raw)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            counters.repaired += 1
+            text = raw.decode("utf-8", "replace")
+    else:
+        counters.bytes += len(raw)
+        text = raw
+    try:
+        value = _DECODER.decode(text)
+    except (ValueError, RecursionError):
+        counters.damaged += 1
+        return None
+    if not isinstance(value, dict):
+        counters.damaged += 1
+        return None
+    return value
+
+
+@dataclass
+class _Figures:
+    tool_calls: int = 0
+    tools: Counter[str] = field(default_factory=Counter)
+    errors: int = 0
+    files: dict[str, None] = field(default_factory=dict)
+
+    def file(self, path: Any) -> None:
+        if isinstance(path, str) and path.strip() and len(self.files) < MAX_FILES:
+            self.files.setdefault(path.strip(), None)
+
+    def part(self, part: dict[str, Any]) -> None:
+        kind = part.get("type")
+        if kind == "tool":
+            self.tool_calls += 1
+            name = part.get("tool")
+            name = name if isinstance(name, str) else ""
+            if name:
+                self.tools[name] += 1
+            state = part.get("state")
+            if not isinstance(state, dict):
+                return
+            if state.get("status") == "error":
+                self.errors += 1
+            args = state.get("input")
+            if not isinstance(args, dict):
+                return
+            if name in EDIT_TOOLS:
+                self.file(args.get("filePath"))
+            patch = args.get("patchText")
+            if isinstance(patch, str) and "*** " in patch:
+                for match in _PATCH_FILE.finditer(patch):
+                    self.file(match.group(1))
+        elif kind == "patch":
+            files = part.get("files")
+            for path in files[:MAX_FILES] if isinstance(files, list) else []:
+                self.file(path)
+
+    def fold(self, other: _Figures) -> None:
+        self.tool_calls += other.tool_calls
+        self.tools.update(other.tools)
+        self.errors += other.errors
+        for path in other.files:
+            self.file(path)
+
+
+@dataclass
+class _Message:
+    role: str
+    key: str | None
+    text: list[str] = field(default_factory=list)
+    images: bool = False
+
+
+@dataclass
+class _OpenSession:
+    session_id: str
+    directory: str = ""
+    parent_id: str = ""
+    start: str | None = None
+    updated: str | None = None
+    figures: _Figures = field(default_factory=_Figures)
+    times: TimeRange = field(default_factory=TimeRange)
+    prompts: PromptTrack = field(default_factory=PromptTrack)
+    cwds: Counter[str] = field(default_factory=Counter)
+    messages: dict[str, _Message] = field(default_factory=dict)
+    assistant: int = 0
+    compactions: int = 0
+    subagents: int = 0
+    skipped: int = 0
+
+    def info(self, data: dict[str, Any]) -> None:
+        for key, name in (("directory", "directory"), ("parentID", "parent_id"), ("parent_id", "parent_id")):
+            if isinstance(data.get(key), str) and data[key]:
+                setattr(self, name, data[key])
+        times = data.get("time")
+        if isinstance(times, dict):
+            self.start = time_key(times.get("created")) or self.start
+            self.updated = time_key(times.get("updated")) or self.updated
+
+    def message(self, mid: str, data: dict[str, Any], created: Any = None) -> None:
+        role = data.get("role")
+        if not isinstance(role, str):
+            return
+        times = data.get("time")
+        key = time_key(times.get("created")) if isinstance(times, dict) else None
+        key = key or time_key(created)
+        self.times.add(key)
+        if isinstance(times, dict):
+            self.times.add(time_key(times.get("completed")))
+        if role == "assistant":
+            self.assistant += 1
+            if data.get("error"):
+                self.figures.errors += 1
+            path = data.get("path")
+            if isinstance(path, dict) and isinstance(path.get("cwd"), str) and path["cwd"]:
+                self.cwds[path["cwd"]] += 1
+        self.messages[mid] = _Message(role, key)
+
+    def part(self, mid: str, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if kind == "compaction":
+            self.compactions += 1
+        self.figures.part(data)
+        message = self.messages.get(mid)
+        if message is None or message.role != "user":
+            return
+        if kind == "text" and isinstance(data.get("text"), str) and not data.get("synthetic"):
+            if sum(len(t) for t in message.text) < PROMPT_KEEP_CHARS:
+                message.text.append(data["text"])
+        elif kind == "file" and str(data.get("mime", "")).startswith("image/"):
+            message.images = True
+
+    def close_messages(self) -> None:
+        """Turn the collected user messages into prompts (parts arrive after their message)."""
+        for message in self.messages.values():
+            if message.role != "user":
+                continue
+            text = "\n".join(message.text).strip()
+            if text or message.images:
+                self.prompts.add(message.key, text or "[image]")
+        self.messages.clear()
+
+    def session(self) -> Session | None:
+        self.times.add(self.start if self.times.first is None else None)
+        self.times.add(self.updated if self.times.last is None else None)
+        if self.assistant == 0 and self.prompts.count == 0:
+            return None
+        if self.times.first is None or self.times.last is None:
+            return None
+        cwd = self.directory or most_common(self.cwds)
+        first = self.prompts.first[1] if self.prompts.first else ""
+        last = self.prompts.last[1] if self.prompts.last else ""
+        return Session(
+            session_id=one_line(self.session_id, 128),
+            agent=AGENT,
+            project=one_line(project_name(cwd)) if cwd else "unknown",
+            cwd=one_line(cwd, 1000),
+            git_branch="",
+            start=from_key(self.times.first),
+            end=from_key(self.times.last),
+            user_turns=self.prompts.count,
+            assistant_turns=self.assistant,
+            tool_calls=self.figures.tool_calls,
+            top_tools=top_tools(self.figures.tools),
+            files_touched=tuple(sorted({one_line(relative_file(p, cwd), 500) for p in self.figures.files})),
+            first_prompt=clean_prompt(first),
+            last_prompt=clean_prompt(last),
+            errors=self.figures.errors,
+            joy=self.prompts.joy,
+            compactions=self.compactions,
+            subagents=self.subagents,
+            skipped_lines=self.skipped,
+        )
+
+
+# ------------------------------------------------------------------------------ plan
+
+
+@dataclass
+class _Plan:
+    database: Path | None = None
+    db_sessions: list[str] = field(default_factory=list)  # ids, oldest update first
+    storage: Path | None = None
+    json_sessions: list[Path] = field(default_factory=list)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Read-only; a database whose WAL cannot be opened read-only is read as an immutable snapshot."""
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        connection.execute("SELECT 1 FROM session LIMIT 1").fetchall()
+        return connection
+    except sqlite3.Error:
+        return sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True)
+
+
+def storage_of(opencode_dir: Path) -> Path | None:
+    """The JSON tree: ``<dir>/storage`` or ``<dir>`` itself when it is the storage folder."""
+    for candidate in (opencode_dir / "storage", opencode_dir):
+        if (candidate / "session").is_dir():
+            return candidate
+    return None
+
+
+def plan(opencode_dir: Path, since_ts: float | None, stats: ReadStats) -> _Plan:
+    found = _Plan()
+    database = opencode_dir / "opencode.db"
+    if database.is_file():
+        since_ms = int(since_ts * 1000) if since_ts is not None else None
+        try:
+            with closing(_connect(database)) as connection:
+                rows = connection.execute("SELECT id, time_updated FROM session ORDER BY time_updated, id").fetchall()
+            found.database = database
+        except sqlite3.Error as exc:
+            stats.unreadable_files += 1
+            stats.problems.append(f"OpenCode database not readable ({exc}): {database}")
+            rows = []
+        for sid, updated in rows:
+            stats.files_seen += 1
+            if since_ms is not None and isinstance(updated, int) and updated < since_ms:
+                stats.files_skipped_by_mtime += 1
+                continue
+            if isinstance(sid, str):
+                found.db_sessions.append(sid)
+    storage = storage_of(opencode_dir)
+    if storage is not None:
+        found.storage = storage
+        for project in sorted(os.scandir(storage / "session"), key=lambda e: e.name):
+            if not project.is_dir(follow_symlinks=False):
+                continue
+            for entry in sorted(os.scandir(project.path), key=lambda e: e.name):
+                if not entry.name.endswith(".json"):
+                    continue
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    mtime = entry.stat(follow_symlinks=False).st_mtime
+                except OSError:
+                    stats.unreadable_files += 1
+                    continue
+                stats.files_seen += 1
+                if since_ts is not None and mtime < since_ts:
+                    stats.files_skipped_by_mtime += 1
+                    continue
+                found.json_sessions.append(Path(entry.path))
+    return found
+
+
+def units(found: _Plan) -> int:
+    return len(found.db_sessions) + len(found.json_sessions)
+
+
+# ------------------------------------------------------------------------------ read
+
+
+def _count(counters: FileCounters, stats: ReadStats, *, files: int) -> None:
+    stats.files_read += files
+    stats.bytes_read += counters.bytes
+    stats.lines_read += counters.lines
+    stats.damaged_lines += counters.damaged
+    stats.repaired_lines += counters.repaired
+
+
+def _from_database(connection: sqlite3.Connection, sid: str, stats: ReadStats) -> _OpenSession:
+    counters = FileCounters()
+    sink = _OpenSession(sid)
+    row = connection.execute("SELECT directory, parent_id, time_created, time_updated FROM session WHERE id = ?",
+                             (sid,)).fetchone()
+    if row is not None:
+        directory, parent, created, updated = row
+        sink.directory = directory if isinstance(directory, str) else ""
+        sink.parent_id = parent if isinstance(parent, str) else ""
+        sink.start, sink.updated = time_key(created), time_key(updated)
+    for mid, created, data in connection.execute(
+            "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (sid,)):
+        value = decode(data, counters)
+        if value is not None and isinstance(mid, str):
+            sink.message(mid, value, created)
+    for mid, data in connection.execute(
+            "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (sid,)):
+        value = decode(data, counters)
+        if value is not None and isinstance(mid, str):
+            sink.part(mid, value)
+    sink.close_messages()
+    sink.skipped = counters.damaged
+    _count(counters, stats, files=0)
+    return sink
+
+
+def _json_files(folder: Path) -> Iterable[Path]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return []
+    return [Path(e.path) for e in entries if e.name.endswith(".json") and e.is_file(follow_symlinks=False)]
+
+
+def _load(path: Path, counters: FileCounters, stats: ReadStats) -> dict[str, Any] | None:
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            stats.oversized_files += 1
+            stats.problems.append(f"OpenCode storage file larger than {MAX_JSON_BYTES} bytes, not read: {path}")
+            return None
+        raw = path.read_bytes()
+    except OSError:
+        stats.unreadable_files += 1
+        return None
+    return decode(raw, counters)
+
+
+def _from_storage(storage: Path, path: Path, stats: ReadStats) -> _OpenSession | None:
+    counters = FileCounters()
+    info = _load(path, counters, stats)
+    files = 1
+    if info is None:
+        _count(counters, stats, files=files)
+        return None
+    sid = info.get("id") if isinstance(info.get("id"), str) else path.stem
+    sink = _OpenSession(str(sid))
+    sink.info(info)
+    messages: list[tuple[str, dict[str, Any]]] = []
+    for message_path in _json_files(storage / "message" / sink.session_id):
+        files += 1
+        data = _load(message_path, counters, stats)
+        if data is not None:
+            mid = data.get("id") if isinstance(data.get("id"), str) else message_path.stem
+            messages.append((str(mid), data))
+    for mid, data in messages:
+        sink.message(mid, data)
+    for mid, _data in messages:
+        for part_path in _json_files(storage / "part" / mid):
+            files += 1
+            part = _load(part_path, counters, stats)
+            if part is not None:
+                sink.part(mid, part)
+    sink.close_messages()
+    sink.skipped = counters.damaged
+    _count(counters, stats, files=files)
+    return sink
+
+
+def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
+         done: int = 0, total: int = 0) -> Iterator[Session]:
+    """All planned sessions; child sessions fold into their parent when it is read too."""
+    sinks: dict[str, _OpenSession] = {}
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total, stats.bytes_read)
+
+    if found.database is not None and found.db_sessions:
+        try:
+            with closing(_connect(found.database)) as connection:
+                for sid in found.db_sessions:
+                    sinks[sid] = _from_database(connection, sid, stats)
+                    step()
+        except sqlite3.Error as exc:
+            stats.unreadable_files += 1
+            stats.problems.append(f"OpenCode database not readable ({exc}): {found.database}")
+    if found.storage is not None:
+        for path in found.json_sessions:
+            if path.stem in sinks:
+                step()
+                continue  # migrated: the database holds it
+            sink = _from_storage(found.storage, path, stats)
+            if sink is not None and sink.session_id not in sinks:
+                sinks[sink.session_id] = sink
+            step()
+    everything = dict(sinks)
+    for sink in list(sinks.values()):
+        if not sink.parent_id or sink.parent_id == sink.session_id:
+            continue
+        del sinks[sink.session_id]
+        parent, hops = everything.get(sink.parent_id), 0
+        while parent is not None and parent.parent_id and hops < 32:  # a task inside a task: fold into the root
+            parent, hops = everything.get(parent.parent_id), hops + 1
+        if parent is None:
+            stats.orphan_subagent_files += 1  # a task's child session whose parent is not read
+            continue
+        parent.figures.fold(sink.figures)
+        parent.skipped += sink.skipped
+        parent.subagents += 1
+        stats.subagent_files += 1
+    for sink in sinks.values():
+        session = sink.session()
+        if session is None:
+            stats.files_without_conversation += 1
+            continue
+        yield session
+
+
+register(SessionReader(AGENT, "opencode_dir", "--opencode-dir", "OpenCode data folder", plan, units, read))
