@@ -1,35 +1,61 @@
-"""The brain-feed files agents read at session start (SPEC §7), and the per-date dashboards.
+"""The brain-feed files agents read at session start (SPEC §7, §12), and the per-date dashboards.
 
-Budget: the whole feed stays within ``feed_token_budget`` tokens (characters / 4). When it is
-over, items are cut in this fixed order until it fits (each step from the least important
-item up):
+:func:`build_feed` is the registry: every file the tick writes to ``brain-feed/`` comes from
+it. The global files (``hot-arcs.md``, ``inject.md``, ``signals.md``, ``last-tick-diff.md``,
+``intent.md``) are what a session outside any known project reads; ``projects/<slug>.md``
+(see :mod:`brain.core.project_feed`) replace them for a session started in a known project.
+A file with nothing to say has an empty body (no filler line); the hook skips it.
+
+Budget: the global files together stay within ``feed_token_budget`` tokens (characters / 4);
+each project file stays within it on its own. When over, items are cut in this fixed order
+until it fits (each step from the least important item up):
 
 1. ``last-tick-diff.md`` detail lines (newest kept);
 2. ``intent.md`` text beyond its first line;
 3. ``inject.md`` blocks, oldest first;
 4. ``info`` then ``warning`` signals in ``signals.md``;
 5. ``hot-arcs.md`` rows below the top 3;
-6. ``critical`` signals, least recent first.
+6. critical and nuclear signals are shortened to one line each (text cut to
+   :data:`SHORT_SIGNAL_CHARS`), least important first;
+7. ``critical`` signals, least recent first.
 
 Nuclear signals, the top 3 hot arcs and every file's header are never cut. Each file that
-lost items says how many, so an agent knows the vault holds more.
+lost items says how many (``3 more critical signals in the vault``), so an agent knows the
+vault holds more.
 """
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from brain.core.feed_file import (
+    NEVER,
+    RANK_CRITICAL,
+    RANK_DIFF,
+    RANK_HOT,
+    RANK_INFO,
+    RANK_INJECT,
+    RANK_INTENT,
+    RANK_WARNING,
+    cell,
+    cut,
+    fit_budget,
+    one_line,
+)
+from brain.core.feed_file import FeedFile as FeedFile  # re-exported: the keeper and amygdala build on them
+from brain.core.feed_file import FeedItem as FeedItem
+from brain.core.feed_file import tokens as tokens
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.markers import Marker
-from brain.core.model import Note
+from brain.core.model import Note, Problem
+from brain.core.project_feed import Routed, is_scripted, project_files
 from brain.core.redaction import redact
-from brain.core.text import cut as cut_text
 from brain.core.timeutil import parse_instant
-from brain.core.vocab import NO_INJECT_STATUSES, SEVERITY_RANK
+from brain.core.vocab import ALARM_SEVERITIES, NO_INJECT_STATUSES, SEVERITY_RANK
 from brain.settings import Settings
 
 HOT_ARCS, SIGNALS, INJECT, INTENT, LAST_DIFF, AMYGDALA_ACTIVE = (
@@ -43,61 +69,9 @@ HOT_ARCS, SIGNALS, INJECT, INTENT, LAST_DIFF, AMYGDALA_ACTIVE = (
 #: Files the keeper rewrites every tick; the others belong to the AI phase or the consumer.
 KEEPER_FILES = (HOT_ARCS, INJECT, SIGNALS)
 KEEP_TOP_HOT = 3
-NEVER = 10_000
-
-RANK_DIFF, RANK_INTENT, RANK_INJECT, RANK_INFO, RANK_WARNING, RANK_HOT, RANK_CRITICAL = 10, 20, 30, 40, 50, 60, 70
-
-
-def tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def cut(text: str, limit: int) -> str:
-    """``text`` on one line, at most ``limit`` characters, cut on a word boundary."""
-    return cut_text(one_line(text), limit)
-
-
-def cell(text: str, limit: int) -> str:
-    return cut(text, limit).replace("|", "\\|")
-
-
-@dataclass
-class FeedItem:
-    text: str
-    rank: int = NEVER  # lower is cut first; NEVER is never cut
-
-
-@dataclass
-class FeedFile:
-    name: str
-    title: str
-    priority: int
-    severity: str
-    date: str
-    ttl: int
-    header: str
-    items: list[FeedItem] = field(default_factory=list)
-    empty: str = ""
-    omitted: int = 0
-
-    def render(self) -> str:
-        # Fixed keys and plain values: no YAML emitter needed (titles and severities are ours).
-        front = (
-            f"id: {self.name.removesuffix('.md')}-{self.date}\ntitle: {self.title}\npriority: {self.priority}\n"
-            f"ttl: {self.ttl}\nseverity: {self.severity}\n"
-        )
-        lines = [f"---\n{front}---\n", self.header + "\n"]
-        if self.items:
-            lines.extend(item.text.rstrip("\n") + "\n" for item in self.items)
-        elif self.empty:
-            lines.append(self.empty + "\n")
-        if self.omitted:
-            lines.append(f"\n_{self.omitted} more not shown (feed budget); see the vault._\n")
-        return "".join(lines)
+SIGNAL_CHARS, SHORT_SIGNAL_CHARS = 240, 72
+#: ``ttl_days`` beyond this (a century) is a typo or an attack, not a lifetime.
+MAX_TTL_DAYS = 36_500
 
 
 @dataclass(frozen=True)
@@ -112,6 +86,7 @@ class ArcView:
     path: str
     summary: str | None
     last_active: datetime
+    scripted: bool = False  # a one-shot scripted run: listed after real work
 
 
 def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
@@ -119,9 +94,10 @@ def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
     for decision in decisions.values():
         arc = decision.note.arc
         assert arc is not None
+        last = last_active_of(decision.note)
         views.append(
             ArcView(arc.cluster_id, arc.title, arc.region, decision.status, decision.heat, decision.path,
-                    arc.summary, last_active_of(decision.note))
+                    arc.summary, last, is_scripted(arc, created_of(decision.note), last))
         )
     return views
 
@@ -129,12 +105,11 @@ def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
 def hot_arcs(views: Iterable[ArcView], s: Settings, date: str) -> FeedFile:
     ranked = sorted(
         (v for v in views if v.status not in ("merged", "split") and v.heat > 0),
-        key=lambda v: (-v.heat, -v.last_active.timestamp(), v.cluster_id),
+        key=lambda v: (v.scripted, -v.heat, -v.last_active.timestamp(), v.cluster_id),
     )[: s.hot_arcs_limit]
     feed = FeedFile(
         HOT_ARCS, "Active Hot Arcs", 10, "info", date, s.feed_ttl_seconds,
         "# Hot arcs\n\n| Arc | Heat | Region | Status | What |\n|---|---|---|---|---|",
-        empty="| (no arcs yet) | | | | |",
     )
     width = s.feed_cell_chars
     for index, view in enumerate(ranked):
@@ -152,6 +127,7 @@ class SignalView:
     marker: Marker
     origin: str  # cluster_id of the arc, or the note's path
     origin_heat: int
+    project: str | None = None  # the arc's project; None for an operator note
 
     @property
     def severity(self) -> str:
@@ -167,32 +143,72 @@ def signal_views(notes: Iterable[Note], decisions: Mapping[str, ArcDecision]) ->
             if note.arc is not None:
                 decision = decisions.get(note.arc.cluster_id)
                 heat = decision.heat if decision is not None else (note.arc.heat or 0)
-                out.append(SignalView(marker, note.arc.cluster_id, heat))
+                out.append(SignalView(marker, note.arc.cluster_id, heat, note.arc.project))
             else:
                 out.append(SignalView(marker, note.path.removesuffix(".md"), 0))
     return out
 
 
-def signals(views: Iterable[SignalView], s: Settings, date: str) -> FeedFile:
+def signal_item(view: SignalView) -> FeedItem:
+    """One signal line; critical and nuclear ones carry a short form the budget cut uses first."""
+    source = cut(view.marker.attr("source") or "-", 60)
+    text = cut(redact(view.marker.text), SIGNAL_CHARS) or "(no text)"
+    line = f"- **{view.severity.upper()}** `{source}` in [[{view.origin}]]: {text}"
+    ranks = {"nuclear": NEVER, "critical": RANK_CRITICAL, "warning": RANK_WARNING}
+    if view.severity not in ALARM_SEVERITIES:
+        return FeedItem(line, ranks.get(view.severity, RANK_INFO))
+    short = f"- **{view.severity.upper()}** `{cut(source, 30)}`: {cut(text, SHORT_SIGNAL_CHARS)}"
+    return FeedItem(line, ranks[view.severity], short=short if len(short) < len(line) else None,
+                    label=f"{view.severity} signal")
+
+
+def signals(views: Iterable[SignalView], s: Settings, date: str) -> tuple[FeedFile, list[Routed]]:
     ordered = sorted(
         views,
         key=lambda v: (-SEVERITY_RANK.get(v.severity, 1), -v.origin_heat, v.origin, v.marker.line),
     )
     top = ordered[0].severity if ordered else "info"
     feed = FeedFile(SIGNALS, "Open Signals", 8, top if top in SEVERITY_RANK else "info", date,
-                    s.feed_ttl_seconds, "# Open signals\n", empty="No open signals.")
-    ranks = {"nuclear": NEVER, "critical": RANK_CRITICAL, "warning": RANK_WARNING}
+                    s.feed_ttl_seconds, "# Open signals\n")
+    routed = []
     for view in ordered:
-        source = view.marker.attr("source") or "-"
-        text = cut(redact(view.marker.text), 240) or "(no text)"
-        line = f"- **{view.severity.upper()}** `{cut(source, 60)}` in [[{view.origin}]]: {text}"
-        feed.items.append(FeedItem(line, ranks.get(view.severity, RANK_INFO)))
-    return feed
+        item = signal_item(view)
+        feed.items.append(item)
+        routed.append(Routed(item, view.project, view.severity in ALARM_SEVERITIES, severity=view.severity))
+    return feed, routed
 
 
-def inject(notes: Iterable[Note], decisions: Mapping[str, ArcDecision], now: datetime, s: Settings,
-           date: str) -> FeedFile:
-    live: list[tuple[datetime, str, Marker]] = []
+@dataclass(frozen=True)
+class LiveInject:
+    born: datetime
+    origin: str
+    marker: Marker
+    project: str | None  # the arc's project; None for an operator note
+
+
+def inject_ttl_days(marker: Marker, path: str, s: Settings, problems: list[Problem]) -> int:
+    """The block's ``ttl_days``, range-checked: a bad value is reported and the default applies."""
+    default = min(max(s.inject_ttl_days, 0), MAX_TTL_DAYS)
+    raw = marker.attr("ttl_days")
+    if raw is None:
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        problems.append(Problem(path, marker.line, f"@inject ttl_days={cut(raw, 40)!r} is not a whole number of "
+                                                   f"days; the default {default} applies"))
+        return default
+    if not 0 <= value <= MAX_TTL_DAYS:
+        problems.append(Problem(path, marker.line, f"@inject ttl_days={cut(raw, 40)} is out of range "
+                                                   f"0..{MAX_TTL_DAYS}; the default {default} applies"))
+        return default
+    return value
+
+
+def live_injects(notes: Iterable[Note], decisions: Mapping[str, ArcDecision], now: datetime, s: Settings,
+                 problems: list[Problem]) -> list[LiveInject]:
+    """Inject blocks still in force, newest first (SPEC §7)."""
+    live: list[LiveInject] = []
     for note in notes:
         status = ""
         if note.arc is not None:
@@ -206,68 +222,65 @@ def inject(notes: Iterable[Note], decisions: Mapping[str, ArcDecision], now: dat
             born = parse_instant(marker.attr("date")) or (
                 created_of(note) if note.arc is not None else last_active_of(note)
             )
-            try:
-                ttl = int(marker.attr("ttl_days") or s.inject_ttl_days)
-            except ValueError:
-                ttl = s.inject_ttl_days
+            ttl = inject_ttl_days(marker, note.path, s, problems)
             if now - born > timedelta(days=ttl):
                 continue
-            origin = note.arc.cluster_id if note.arc is not None else note.path.removesuffix(".md")
-            live.append((born, origin, marker))
-    live.sort(key=lambda item: (-item[0].timestamp(), item[1], item[2].line))
-    feed = FeedFile(INJECT, "Injected Context", 9, "info", date, s.feed_ttl_seconds, "# Injected context\n",
-                    empty="Nothing to inject.")
-    for _, origin, marker in live:
-        target = marker.attr("target") or "all"
-        body = redact(marker.text).replace("\n---", "\n—")
-        feed.items.append(FeedItem(f"\n## [[{origin}]] → {cut(target, 40)}\n\n{body}", RANK_INJECT))
-    return feed
+            if note.arc is not None:
+                live.append(LiveInject(born, note.arc.cluster_id, marker, note.arc.project))
+            else:
+                live.append(LiveInject(born, note.path.removesuffix(".md"), marker, None))
+    live.sort(key=lambda item: (-item.born.timestamp(), item.origin, item.marker.line))
+    return live
+
+
+def inject(live: Iterable[LiveInject], s: Settings, date: str) -> tuple[FeedFile, list[Routed]]:
+    feed = FeedFile(INJECT, "Injected Context", 9, "info", date, s.feed_ttl_seconds, "# Injected context\n")
+    routed = []
+    for block in live:
+        target = block.marker.attr("target") or "all"
+        body = redact(block.marker.text).replace("\n---", "\n—")
+        item = FeedItem(f"\n## [[{block.origin}]] → {cut(target, 40)}\n\n{body}", RANK_INJECT)
+        feed.items.append(item)
+        everywhere = target == "all" or block.project is None
+        routed.append(Routed(item, block.project, everywhere, target=target))
+    return feed, routed
+
+
+_MOVE_LINE = re.compile(r"^(promoted|demoted|graduated) \[\[")
+_HEAT_LINE = re.compile(r"^heat changed on (\d+) arcs?$")
+_MORE_LINE = re.compile(r"^\d+ more changes not listed \((.*) in all\)$")
+_MOVE_COUNT = re.compile(r"(\d+) (promoted|demoted|graduated)")
+MOVES = ("promoted", "demoted", "graduated")
 
 
 def last_tick_diff(lines: list[str], s: Settings, date: str, tick_id: str) -> FeedFile:
+    """What the last tick changed; moves and heat changes are one count line, not a line per arc."""
+    counts = dict.fromkeys(MOVES, 0)
+    in_all: dict[str, int] | None = None
+    heat = 0
+    kept = []
+    for line in lines:
+        flat = one_line(line)
+        move, heat_line, more = _MOVE_LINE.match(flat), _HEAT_LINE.match(flat), _MORE_LINE.match(flat)
+        if move:
+            counts[move.group(1)] += 1
+        elif heat_line:
+            heat += int(heat_line.group(1))
+        elif more:
+            in_all = {kind: int(n) for n, kind in _MOVE_COUNT.findall(more.group(1))}
+        else:
+            kept.append(flat)
+    counts = in_all if in_all is not None else counts
+    parts = [f"{counts[kind]} {kind}" for kind in MOVES if counts.get(kind)]
+    summary = ", ".join(parts)
+    if heat:
+        summary += ("; " if summary else "") + f"heat changed on {heat} arc{'s' if heat != 1 else ''}"
     feed = FeedFile(LAST_DIFF, "Last Tick Diff", 5, "info", date, s.feed_ttl_seconds,
-                    f"# What tick {tick_id} changed\n", empty="Nothing changed.")
-    feed.items = [FeedItem(f"- {redact(one_line(line))}", RANK_DIFF) for line in lines]
+                    f"# What tick {tick_id} changed\n")
+    if summary:
+        feed.items.append(FeedItem(f"- {summary}", RANK_DIFF))
+    feed.items.extend(FeedItem(f"- {redact(line)}", RANK_DIFF) for line in kept)
     return feed
-
-
-def fit_budget(files: list[FeedFile], fixed_tokens: int, budget: int) -> None:
-    """Cut items in the documented order until the feed fits ``budget`` (in place).
-
-    Sizes are tracked incrementally (one render per file at the start), so cutting is linear.
-    """
-    sizes = [len(f.render()) for f in files]
-
-    def total() -> int:
-        return fixed_tokens + sum(math.ceil(size / 4) for size in sizes)
-
-    if total() <= budget:
-        return
-    cuttable = [
-        (item.rank, -index, feed_index, index)
-        for feed_index, feed in enumerate(files)
-        for index, item in enumerate(feed.items)
-        if item.rank < NEVER
-    ]
-    cuttable.sort()
-    removed: list[set[int]] = [set() for _ in files]
-    for _, _, feed_index, index in cuttable:
-        if total() <= budget:
-            break
-        feed = files[feed_index]
-        removed[feed_index].add(index)
-        sizes[feed_index] -= len(feed.items[index].text.rstrip("\n")) + 1
-        if len(removed[feed_index]) == len(feed.items) and feed.empty:
-            sizes[feed_index] += len(feed.empty) + 1
-        sizes[feed_index] += _omitted_len(len(removed[feed_index])) - _omitted_len(len(removed[feed_index]) - 1)
-    for feed_index, feed in enumerate(files):
-        if removed[feed_index]:
-            feed.items = [item for index, item in enumerate(feed.items) if index not in removed[feed_index]]
-            feed.omitted += len(removed[feed_index])
-
-
-def _omitted_len(count: int) -> int:
-    return len(f"\n_{count} more not shown (feed budget); see the vault._\n") if count else 0
 
 
 def dashboards(decisions: Mapping[str, ArcDecision]) -> dict[str, str]:
@@ -314,20 +327,23 @@ class FeedInputs:
 
 @dataclass
 class BuiltFeed:
-    files: list[FeedFile]
+    files: list[FeedFile]  # global files (``budgeted``), then project files and their index
     signals_active: int = 0
     inject_blocks: int = 0
     fixed_tokens: int = 0  # tokens of the folder's files this build did not produce
+    problems: list[Problem] = field(default_factory=list)  # bad values met (reported, never fatal)
 
 
 def build_feed(inputs: FeedInputs) -> BuiltFeed:
     """The registry of feed files: every file the tick writes to ``brain-feed/``, within budget."""
     s, now = inputs.settings, inputs.now
     date = now.date().isoformat()
-    views = arc_views(inputs.decisions)
+    problems: list[Problem] = []
     signal_list = signal_views(inputs.notes, inputs.decisions)
-    injected = inject(inputs.notes, inputs.decisions, now, s, date)
-    files = [hot_arcs(views, s, date), injected, signals(signal_list, s, date)]
+    signal_file, routed_signals = signals(signal_list, s, date)
+    live = live_injects(inputs.notes, inputs.decisions, now, s, problems)
+    inject_file, routed_injects = inject(live, s, date)
+    files = [hot_arcs(arc_views(inputs.decisions), s, date), inject_file, signal_file]
     if inputs.diff_lines:
         files.append(last_tick_diff(list(inputs.diff_lines), s, date, inputs.tick_id or now.isoformat()))
     if inputs.intent_text is not None:
@@ -340,4 +356,6 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     produced = {f.name for f in files}
     fixed = sum(n for name, n in inputs.folder_tokens.items() if name not in produced)
     fit_budget(files, fixed, s.feed_token_budget)
-    return BuiltFeed(files, signals_active=len(signal_list), inject_blocks=len(injected.items), fixed_tokens=fixed)
+    files.extend(project_files(inputs.decisions, routed_signals, routed_injects, now, s, date))
+    return BuiltFeed(files, signals_active=len(signal_list), inject_blocks=len(live), fixed_tokens=fixed,
+                     problems=problems)

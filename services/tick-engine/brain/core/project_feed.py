@@ -1,0 +1,320 @@
+"""Per-project brain-feed files: what a session starting in one project needs (SPEC §7, §12).
+
+For every project with arcs the tick writes ``projects/<slug>.md``, and ``projects/index.json``
+maps projects to their files and recorded working directories to projects, so the
+session-start hook answers with a couple of small file reads. A project file holds, in this
+order, and only the sections that have something to say:
+
+1. where we left off: the latest real arc's title, branch and last prompt, open todos,
+   unresolved errors, files in play;
+2. signals: this project's open signals, and critical / nuclear ones from anywhere;
+3. recent work here: this project's arcs (title, what, main files), real work before
+   single-turn scripted runs;
+4. lessons and decisions from ``@lesson`` / ``@decision`` markers in this project's arcs;
+5. used here recently: files, commands, identifiers and errors, aggregated over the recent
+   arcs and ranked;
+6. injected context: this project's ``@inject`` blocks, operator notes', and ``target=all``.
+
+Each file is fitted to ``feed_token_budget`` on its own (it replaces the global feed for
+that session) with the shared cut of :mod:`brain.core.feed_file`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from brain.core.feed_file import (
+    NEVER,
+    RANK_HOT,
+    RANK_INJECT,
+    FeedFile,
+    FeedItem,
+    cut,
+    fit_budget,
+)
+from brain.core.heat import created_of, last_active_of
+from brain.core.keeper import ArcDecision
+from brain.core.model import ArcInfo
+from brain.core.redaction import redact
+from brain.core.timeutil import iso
+from brain.core.vocab import TOMBSTONE_STATUSES
+from brain.settings import Settings
+
+FOLDER = "projects"
+INDEX = f"{FOLDER}/index.json"
+INDEX_VERSION = 1
+PRIORITY = 50
+#: A run with at most this many human turns, shorter than this, is scripted (``claude -p``).
+SCRIPTED_MAX_TURNS = 1
+SCRIPTED_MAX_DURATION = timedelta(minutes=1)
+#: Arcs listed under "recent work", and arcs whose work lists are aggregated.
+RECENT_ARCS = 8
+AGGREGATE_ARCS = 20
+KEEP_TOP_ARCS = 3
+MAX_FILES, FILES_PER_LINE = 36, 12
+MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS = 14, 20, 6
+MAX_TODOS, MAX_LESSONS = 8, 10
+ARC_FILES = 5
+UNKNOWN_PROJECTS = frozenset({"", "unknown"})
+
+# Cut order inside a project file (lowest first); handoff and the top arcs are never cut.
+RANK_ERRORS_SEEN, RANK_IDENTIFIERS, RANK_MORE_FILES, RANK_LESSON = 31, 33, 35, 45
+RANK_ARC, RANK_COMMANDS, RANK_FILES, RANK_HANDOFF = 55, 57, 58, RANK_HOT + 5
+
+HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
+    "",
+    "Signals",
+    "Recent work here",
+    "Lessons and decisions",
+    "Used here recently",
+    "Injected context",
+)
+
+
+@dataclass(frozen=True)
+class Routed:
+    """A signal or inject line and the project feeds it belongs in."""
+
+    item: FeedItem
+    project: str | None  # the project of the arc it comes from; None: an operator note
+    everywhere: bool  # critical / nuclear signals, target=all injects, operator notes' injects
+    target: str = ""
+    severity: str = ""
+
+
+def is_scripted(arc: ArcInfo, created: datetime, last_active: datetime) -> bool:
+    """A one-shot scripted run (``claude -p "…"``): at most one human turn, under a minute."""
+    turns = arc.activity.user_turns
+    return 0 < turns <= SCRIPTED_MAX_TURNS and last_active - created < SCRIPTED_MAX_DURATION
+
+
+def slug(project: str) -> str:
+    text = re.sub(r"[^a-z0-9._-]+", "-", project.lower()).strip("-.")[:60]
+    return text or "project"
+
+
+@dataclass(frozen=True)
+class ProjectArc:
+    decision: ArcDecision
+    arc: ArcInfo
+    last_active: datetime
+    scripted: bool
+
+
+def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[ProjectArc]]:
+    """Project -> its arcs, real work first, then most recent first."""
+    by_project: dict[str, list[ProjectArc]] = {}
+    for decision in decisions.values():
+        arc = decision.note.arc
+        if arc is None or decision.status in TOMBSTONE_STATUSES:
+            continue
+        project = (arc.project or "").strip()
+        if project.lower() in UNKNOWN_PROJECTS:
+            continue
+        last = last_active_of(decision.note)
+        scripted = is_scripted(arc, created_of(decision.note), last)
+        by_project.setdefault(project, []).append(ProjectArc(decision, arc, last, scripted))
+    for arcs in by_project.values():
+        arcs.sort(key=lambda a: (a.scripted, -a.last_active.timestamp(), a.arc.cluster_id))
+    return by_project
+
+
+def file_names(projects: Iterable[str]) -> dict[str, str]:
+    """Project -> ``projects/<slug>.md``; a slug two projects share gets a short hash."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for project in sorted(projects):
+        base = slug(project)
+        if base in taken or base == "index":
+            base = f"{base}-{hashlib.sha1(project.encode('utf-8')).hexdigest()[:8]}"
+        taken.add(base)
+        names[project] = f"{FOLDER}/{base}.md"
+    return names
+
+
+def ranked(lists: Iterable[Sequence[str]], limit: int) -> list[str]:
+    """Items of several ranked lists (newest arc first), by a score that favours items that
+    recur and items high in recent lists; ties keep first-seen order."""
+    scores: dict[str, float] = {}
+    for arc_index, items in enumerate(lists):
+        weight = 1.0 / (1 + arc_index)
+        for position, item in enumerate(items):
+            scores[item] = scores.get(item, 0.0) + weight / (1 + 0.1 * position)
+    order = {item: index for index, item in enumerate(scores)}
+    return sorted(scores, key=lambda item: (-scores[item], order[item]))[:limit]
+
+
+def code_list(items: Iterable[str]) -> str:
+    return ", ".join(f"`{item.replace('`', '')}`" for item in items)
+
+
+def _text(value: str, limit: int) -> str:
+    return cut(redact(value), limit)
+
+
+def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
+    latest = arcs[0]
+    arc = latest.arc
+    when = latest.last_active.strftime("%Y-%m-%d %H:%M")
+    what = _text(arc.summary or arc.title, 120)
+    where = f" on branch `{_text(arc.branch, 60)}`" if arc.branch else ""
+    line = f"- Last session ({when}{where}): {what}"
+    if arc.last_prompt:
+        line += f". It stopped at: \"{_text(arc.last_prompt, 200)}\""
+    items = [FeedItem(line, NEVER, section=HANDOFF)]
+    todos = sorted(
+        ((_priority(m.attr("priority")), index, m.text)
+         for index, (pa, m) in enumerate((pa, m) for pa in arcs[:KEEP_TOP_ARCS] for m in pa.decision.note.markers)
+         if m.type == "todo" and m.text),
+    )
+    if todos:
+        shown = "; ".join(_text(text, 100) for _, _, text in todos[:MAX_TODOS])
+        items.append(FeedItem(f"- Open todos: {shown}", RANK_HANDOFF, section=HANDOFF))
+    if arc.open_errors:
+        errors = "; ".join(f"`{_text(e, 120).replace('`', '')}`" for e in arc.open_errors[:MAX_ERRORS])
+        items.append(FeedItem(f"- Unresolved errors: {errors}", RANK_HANDOFF, section=HANDOFF))
+    if arc.files:
+        items.append(FeedItem(f"- Files in play: {code_list(_text(f, 100) for f in arc.files[:10])}",
+                              RANK_HANDOFF, section=HANDOFF))
+    return items
+
+
+def _priority(value: str | None) -> int:
+    try:
+        return int(value or "9")
+    except ValueError:
+        return 9
+
+
+def recent_work(arcs: list[ProjectArc]) -> list[FeedItem]:
+    items = []
+    for index, pa in enumerate(arcs[1 : RECENT_ARCS + 1]):
+        arc = pa.arc
+        day = pa.last_active.date().isoformat()
+        what = _text(arc.title, 100)
+        if arc.summary:
+            what += f" — {_text(arc.summary, 160)}"
+        files = f"; files: {code_list(_text(f, 80) for f in arc.files[:ARC_FILES])}" if arc.files else ""
+        scripted = " (scripted run)" if pa.scripted else ""
+        rank = NEVER if index < KEEP_TOP_ARCS - 1 else RANK_ARC
+        items.append(FeedItem(f"- {day} · {what}{scripted}{files}", rank, section=RECENT))
+    return items
+
+
+def lessons(arcs: list[ProjectArc]) -> list[FeedItem]:
+    items: list[FeedItem] = []
+    seen: set[str] = set()
+    for pa in arcs:
+        for marker in pa.decision.note.markers:
+            if marker.type not in ("lesson", "decision") or not marker.text:
+                continue
+            text = _text(marker.text, 240)
+            if text in seen:
+                continue
+            seen.add(text)
+            if marker.type == "decision":
+                date = marker.attr("date")
+                label = f"Decision ({_text(date, 10)})" if date else "Decision"
+            else:
+                label = "Lesson"
+            items.append(FeedItem(f"- {label}: {text}", RANK_LESSON, section=LESSONS))
+            if len(items) == MAX_LESSONS:
+                return items
+    return items
+
+
+def used_here(arcs: list[ProjectArc]) -> list[FeedItem]:
+    window = arcs[:AGGREGATE_ARCS]
+    items = []
+    files = ranked((pa.arc.files for pa in window), MAX_FILES)
+    for start in range(0, len(files), FILES_PER_LINE):
+        chunk = code_list(_text(f, 100) for f in files[start : start + FILES_PER_LINE])
+        label = "Files" if start == 0 else "More files"
+        items.append(FeedItem(f"- {label}: {chunk}", RANK_FILES if start == 0 else RANK_MORE_FILES - start,
+                              section=USED))
+    commands = ranked((pa.arc.commands for pa in window), MAX_COMMANDS)
+    if commands:
+        items.append(FeedItem(f"- Commands: {code_list(_text(c, 80) for c in commands)}", RANK_COMMANDS, section=USED))
+    identifiers = ranked((pa.arc.identifiers for pa in window), MAX_IDENTIFIERS)
+    if identifiers:
+        items.append(FeedItem(f"- Identifiers: {code_list(_text(i, 80) for i in identifiers)}", RANK_IDENTIFIERS,
+                              section=USED))
+    latest_errors = set(arcs[0].arc.open_errors) if arcs else set()
+    errors = [e for e in ranked((pa.arc.open_errors for pa in window), MAX_ERRORS + len(latest_errors))
+              if e not in latest_errors][:MAX_ERRORS]
+    if errors:
+        shown = "; ".join(f"`{_text(e, 120).replace('`', '')}`" for e in errors)
+        items.append(FeedItem(f"- Errors seen: {shown}", RANK_ERRORS_SEEN, section=USED))
+    return items
+
+
+def routed_for(project: str, routed: Sequence[Routed], section: str) -> list[FeedItem]:
+    return [
+        replace(r.item, section=section)
+        for r in routed
+        if r.everywhere or r.project == project or (r.target and r.target == project)
+    ]
+
+
+def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Sequence[Routed],
+                 injects: Sequence[Routed], s: Settings, date: str) -> FeedFile:
+    base = name.rsplit("/", 1)[-1].removesuffix(".md")  # YAML-safe, unlike a project name
+    feed = FeedFile(name, f"Project {base}", PRIORITY, "info", date, s.feed_ttl_seconds,
+                    f"# {cut(redact(project), 80)}: where we left off\n", budgeted=False)
+    mine = [r for r in signals if r.everywhere or r.project == project]
+    signal_items = [replace(r.item, section=SIGNALS) for r in mine]
+    if mine:
+        feed.severity = mine[0].severity or "info"
+    inject_items = [replace(item, rank=RANK_INJECT) for item in routed_for(project, injects, INJECTED)]
+    feed.items = [
+        *handoff(project, arcs),
+        *signal_items,
+        *recent_work(arcs),
+        *lessons(arcs),
+        *used_here(arcs),
+        *inject_items,
+    ]
+    fit_budget([feed], 0, s.feed_token_budget)
+    return feed
+
+
+def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectArc]], now: datetime,
+               s: Settings, date: str) -> FeedFile:
+    """``projects/index.json``: project -> file, recorded cwd -> project, and when it was built."""
+    roots: dict[str, tuple[datetime, str]] = {}
+    for project, arcs in by_project.items():
+        for pa in arcs:
+            if pa.arc.cwd:
+                cwd = redact(pa.arc.cwd).replace("\\", "/").rstrip("/") or "/"
+                if cwd not in roots or roots[cwd][0] < pa.last_active:
+                    roots[cwd] = (pa.last_active, project)
+    data = {
+        "version": INDEX_VERSION,
+        "generated": iso(now),
+        "ttl": s.feed_ttl_seconds,
+        "projects": {
+            project: {"file": names[project], "last_active": iso(by_project[project][0].last_active)}
+            for project in sorted(names)
+        },
+        "roots": {cwd: roots[cwd][1] for cwd in sorted(roots)},
+    }
+    text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return FeedFile(INDEX, "Project index", 0, "info", date, s.feed_ttl_seconds, "", raw=text, budgeted=False)
+
+
+def project_files(decisions: Mapping[str, ArcDecision], signals: Sequence[Routed], injects: Sequence[Routed],
+                  now: datetime, s: Settings, date: str) -> list[FeedFile]:
+    """Every project's feed file, then the index (always written, so the hook knows the feed's age)."""
+    by_project = project_arcs(decisions)
+    names = file_names(by_project)
+    files = [
+        project_file(project, names[project], by_project[project], signals, injects, s, date)
+        for project in sorted(by_project)
+    ]
+    files.append(index_file(names, by_project, now, s, date))
+    return files
