@@ -56,6 +56,15 @@ class ArcInfo:
     summary: str | None
     merged_into: str | None
     split_into: tuple[str, ...]
+    # Where the work stands (contract with brain cluster; CLUSTERS.md). No defaults on purpose:
+    # a parse-cache entry written before these keys existed fails to load and is re-parsed.
+    cwd: str | None
+    branch: str | None
+    files: tuple[str, ...]
+    commands: tuple[str, ...]
+    open_errors: tuple[str, ...]
+    identifiers: tuple[str, ...]
+    last_prompt: str | None
 
     @property
     def is_tombstone(self) -> bool:
@@ -111,7 +120,7 @@ class Note:
         if arc is not None:
             arc = dict(arc)
             arc["activity"] = Activity(**arc["activity"])
-            for key in ("agents", "source_sessions", "split_into"):
+            for key in _ARC_TUPLES:
                 arc[key] = tuple(arc[key])
             arc_info = ArcInfo(**arc)
         return cls(
@@ -131,6 +140,7 @@ class Note:
 
 
 _ARC_FIELDS = tuple(f.name for f in fields(ArcInfo))
+_ARC_TUPLES = ("agents", "source_sessions", "split_into", "files", "commands", "open_errors", "identifiers")
 
 
 def _text(value: Any) -> str | None:
@@ -166,6 +176,41 @@ def _strings(value: Any) -> tuple[str, ...]:
     if isinstance(value, list | tuple):
         return tuple(str(v) for v in value if v is not None and not isinstance(v, dict | list))
     return ()
+
+
+#: Bounds on the work keys (brain cluster writes fewer; a hand-edited arc may hold anything).
+WORK_LIST_ITEMS = 50
+WORK_ITEM_CHARS = 300
+LAST_PROMPT_CHARS = 500
+
+
+def _line(value: Any, limit: int) -> str | None:
+    """A scalar as one line of at most ``limit`` characters; None for lists, maps and blanks."""
+    text = _text(value)
+    if text is None:
+        return None
+    line = " ".join(text.split())[:limit]
+    return line or None
+
+
+def _lines(value: Any) -> tuple[str, ...]:
+    """A YAML list of scalars as one-line strings (bounded, blanks and duplicates dropped).
+
+    Anything else (a map, a nested list, a bare scalar) is ignored: these keys are hints for the
+    feed, and a wrong shape must never stop the tick.
+    """
+    if not isinstance(value, list | tuple):
+        return ()
+    out: list[str] = []
+    for item in value:
+        if isinstance(item, bool):
+            continue
+        line = _line(item, WORK_ITEM_CHARS)
+        if line is not None and line not in out:
+            out.append(line)
+            if len(out) == WORK_LIST_ITEMS:
+                break
+    return tuple(out)
 
 
 def arc_info(meta: dict[str, Any]) -> ArcInfo:
@@ -211,6 +256,13 @@ def arc_info(meta: dict[str, Any]) -> ArcInfo:
         summary=_text(meta.get("summary")),
         merged_into=_text(meta.get("merged_into")),
         split_into=_strings(meta.get("split_into")),
+        cwd=_line(meta.get("cwd"), WORK_ITEM_CHARS),
+        branch=_line(meta.get("branch"), WORK_ITEM_CHARS),
+        files=_lines(meta.get("files")),
+        commands=_lines(meta.get("commands")),
+        open_errors=_lines(meta.get("open_errors")),
+        identifiers=_lines(meta.get("identifiers")),
+        last_prompt=_line(meta.get("last_prompt"), LAST_PROMPT_CHARS),
     )
 
 
