@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -121,3 +123,75 @@ def test_render_then_parse_round_trips(kind: str, attrs: dict[str, str], content
     assert len(found) == 1
     assert dict(found[0].attrs) == attrs
     assert found[0].text == (content or "x").strip()
+
+
+# --- hostile inputs (issue 12 items 9, 10, 14) ------------------------------------------
+
+
+def test_unclosed_todo_does_not_swallow_the_critical_signal_after_it() -> None:
+    text = (
+        "intro\n<!-- @todo priority=1\nforgot to close the tag\n"
+        "<!-- @signal severity=critical source=db -->\nprimary down\n<!-- @/signal -->\n"
+    )
+    found, problems = markers.parse(text)
+    assert [(m.type, m.attr("severity"), m.text) for m in found] == [("signal", "critical", "primary down")]
+    assert len(problems) == 1 and problems[0].line == 2
+    assert "unterminated marker" in problems[0].message and "@todo" in problems[0].message
+    assert "malformed attributes" not in problems[0].message
+
+
+def test_a_code_span_opening_a_comment_does_not_hide_the_marker_after_it() -> None:
+    text = "Type `<!--` to start a comment.\n<!-- @signal severity=critical source=x -->\nreal\n<!-- @/signal -->\n"
+    found, problems = markers.parse(text)
+    assert [m.type for m in found] == ["signal"] and problems == []
+
+
+@pytest.mark.timeout(60)  # linear: about a second; the quadratic parser took hours on this input
+def test_two_megabytes_of_unclosed_comments_parse_and_each_is_reported() -> None:
+    unit = "<!-- @todo priority=1\n"
+    count = 2_000_000 // len(unit)
+    text = "text <!-- never closed\n" * 1000 + unit * count
+    text += "<!-- @signal severity=critical source=x -->\nboom\n<!-- @/signal -->\n"
+    found, problems = markers.parse(text)
+    assert [m.type for m in found] == ["signal"]
+    assert len(problems) == count and all("unterminated marker" in p.message for p in problems)
+
+
+@pytest.mark.timeout(60)
+def test_a_marker_with_a_huge_attribute_list_parses() -> None:
+    attrs = " ".join(f"k{i}=v{i}" for i in range(150_000))
+    found, problems = markers.parse(f"<!-- @todo {attrs} -->\nx\n<!-- @/todo -->\n")
+    assert problems == [] and len(found[0].attrs) == 150_000
+
+
+@pytest.mark.timeout(60)
+def test_many_open_blocks_and_stray_closers_parse() -> None:
+    text = "<!-- @lesson -->\n" * 50_000 + "<!-- @/todo -->\n" * 50_000
+    found, problems = markers.parse(text)
+    assert found == [] and len(problems) == 100_000
+
+
+def test_a_five_megabyte_arc_of_pasted_logs_stays_an_arc(vault: Path) -> None:
+    from tests.support.vaults import run_tick_json, write_arc
+
+    log = "2026-11-20T10:00:00Z ERROR <!-- request 42 --> retry `pool` exhausted\n" * 75_000
+    path = write_arc(vault, "clusters/2026-11-20", "2026-11-20-big-0123456789ab",
+                     body=log + "<!-- @signal severity=critical source=pool -->\npool exhausted\n<!-- @/signal -->\n")
+    assert path.stat().st_size > 5_000_000
+    code, report = run_tick_json(vault)
+    assert code == 0, report
+    assert not [p for p in report.get("problems", []) if "too large" in str(p)]
+    signals = (vault / "brain-feed" / "signals.md").read_text(encoding="utf-8")
+    assert "pool exhausted" in signals
+
+
+def test_is_open_signal_is_the_one_definition() -> None:
+    text = (
+        "<!-- @signal severity=critical source=a -->\nopen\n<!-- @/signal -->\n"
+        "<!-- @signal source=b -->\nopen, info by default\n<!-- @/signal -->\n"
+        "<!-- @signal severity=resolved source=c -->\nfixed\n<!-- @/signal -->\n"
+        "<!-- @signal severity=critical source=d cleared_at=2026-11-20T00:00:00Z -->\ncleared\n<!-- @/signal -->\n"
+        "<!-- @lesson severity=critical -->\nnot a signal\n<!-- @/lesson -->\n"
+    )
+    found, _ = markers.parse(text)
+    assert [m.attr("source") for m in found if m.is_open_signal] == ["a", "b"]

@@ -40,7 +40,10 @@ class Settings:
         group="vault",
     )
     max_note_bytes: int = _opt(
-        2_000_000, "Notes larger than this many bytes are reported and left unparsed.", group="vault"
+        64_000_000,
+        "Notes larger than this many bytes are reported and left unparsed (marker parsing is linear, "
+        "so multi-megabyte notes of pasted logs are parsed).",
+        group="vault",
     )
     journal_keep: int = _opt(50, "How many tick journals to keep under `.brain/journal/`.", group="vault")
 
@@ -115,6 +118,22 @@ class Settings:
     hook_state_dir: Path | None = _opt(
         None, "Folder of the prompt-submit per-session turn counters; empty means `$XDG_STATE_HOME/brain/hook-sessions`.",
         group="hook",
+    )
+
+    # --- recall and agent writes (SPEC §15) -------------------------------------------------
+    mcp_writes: bool = _opt(
+        False, "`true` lets `brain mcp` offer the `remember` and `raise_signal` tools (writes to `raw/inbox/`).",
+        group="recall",
+    )
+    mcp_write_max_chars: int = _opt(2000, "Text written through `remember` / `raise_signal` is cut to this many characters.", group="recall")
+    mcp_writes_per_session: int = _opt(20, "At most this many `remember` / `raise_signal` calls per MCP session.", group="recall")
+    recall_on_prompt: bool = _opt(
+        False, "`true`: `brain hook prompt-submit` adds the index hits most relevant to the prompt.", group="recall"
+    )
+    recall_max_hits: int = _opt(3, "Prompt-time recall adds at most this many hits.", group="recall")
+    recall_token_budget: int = _opt(300, "Token budget of the prompt-time recall (characters / 4).", group="recall")
+    recall_min_score: float = _opt(
+        6.0, "Prompt-time recall leaves out hits scoring below this (BM25, higher is better).", group="recall"
     )
 
     # ----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from brain.core.vocab import BLOCK_ONLY_TYPES, INLINE_ONLY_TYPES, MARKER_TYPES
@@ -25,6 +25,8 @@ _ATTR = re.compile(r"""\s*([A-Za-z_][A-Za-z0-9_.-]*)=(?:"((?:[^"\\]|\\.)*)"|'([^
 _FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 _BARE_VALUE = re.compile(r"^[^\s\"'=<>`]+$")
 _INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_UNCLOSED_HEAD = re.compile(r"\s*@([^\s>]{0,40})")
+_BLANK_TAIL = re.compile(r"\s*\Z")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,12 @@ class Marker:
     @property
     def is_block(self) -> bool:
         return self.content is not None
+
+    @property
+    def is_open_signal(self) -> bool:
+        """A ``@signal`` still in force: its severity (``info`` when absent) is not ``resolved``
+        and it carries no ``cleared_at`` (set when the AI layer clears it). The one definition."""
+        return self.type == "signal" and (self.attr("severity") or "info") != "resolved" and self.attr("cleared_at") is None
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,7 @@ def parse_attrs(raw: str) -> tuple[tuple[str, str], ...] | None:
     pos = 0
     seen: set[str] = set()
     while pos < len(raw):
-        if raw[pos:].strip() == "":
+        if _BLANK_TAIL.match(raw, pos):  # not raw[pos:].strip(): that copy made long lists quadratic
             break
         match = _ATTR.match(raw, pos)
         if not match:
@@ -138,8 +146,43 @@ class _Lines:
         return bisect.bisect_right(self.starts, offset)
 
 
+def _comments(text: str, code: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """``(start, close)`` of each ``<!--`` outside code, in order; ``close`` is -1 when unterminated.
+
+    A comment runs from ``<!--`` to the first ``-->`` after it, unless another ``<!--`` opens
+    first: then the earlier one is unterminated and the later one is tried (so an unclosed
+    ``<!-- @todo`` never swallows the marker after it). Every ``find`` starts where the
+    previous one stopped or at a later position, so the scan is linear in the text whatever
+    it holds (thousands of unclosed ``<!--`` included).
+    """
+    close = -1
+    closes_left = True
+    opening = text.find("<!--")
+    while opening != -1:
+        if _inside(code, opening):
+            opening = text.find("<!--", opening + 4)
+            continue
+        if closes_left and close < opening + 4:
+            close = text.find("-->", opening + 4)
+            closes_left = close != -1
+        if not closes_left:
+            yield opening, -1
+            opening = text.find("<!--", opening + 4)
+            continue
+        interrupting = text.find("<!--", opening + 4, close)
+        if interrupting != -1:
+            yield opening, -1
+            opening = interrupting
+            continue
+        yield opening, close
+        opening = text.find("<!--", close + 3)
+
+
+_Pending = tuple[str, tuple[tuple[str, str], ...], int, int, int]  # type, attrs, line, start, open_end
+
+
 def parse(text: str, *, first_line: int = 1) -> tuple[list[Marker], list[MarkerProblem]]:
-    """All markers of ``text`` and the problems found; never raises."""
+    """All markers of ``text`` and the problems found; never raises; linear in ``len(text)``."""
     if "<!--" not in text:
         return [], []
     code = _code_ranges(text)
@@ -147,25 +190,24 @@ def parse(text: str, *, first_line: int = 1) -> tuple[list[Marker], list[MarkerP
     shift = first_line - 1
     problems: list[MarkerProblem] = []
     markers: list[Marker] = []
-    pending: list[tuple[str, tuple[tuple[str, str], ...], int, int, int]] = []  # type, attrs, line, start, open_end
-    covered_until = 0
+    pending: dict[str, list[_Pending]] = {}  # open blocks by type, innermost last
 
-    for match in _COMMENT.finditer(text):
-        start = match.start()
-        _report_unclosed_tags(text, covered_until, start, code, lines, shift, problems)
-        covered_until = match.end()
-        if _inside(code, start):
-            continue
-        inner = match.group(1)
+    for start, close in _comments(text, code):
         line = lines.of(start) + shift
-        close = _CLOSE.match(inner)
-        if close:
-            kind = close.group(1)
-            for index in range(len(pending) - 1, -1, -1):
-                if pending[index][0] == kind:
-                    _, attrs, open_line, open_start, open_end = pending.pop(index)
-                    markers.append(Marker(kind, attrs, text[open_end:start], open_line, open_start, open_end, match.end()))
-                    break
+        if close == -1:
+            head = _UNCLOSED_HEAD.match(text, start + 4, min(len(text), start + 68))
+            if head:
+                problems.append(MarkerProblem(line, f"unterminated marker tag: '<!-- @{head.group(1)}' has no '-->'"))
+            continue
+        end = close + 3
+        inner = text[start + 4 : close]
+        closing = _CLOSE.match(inner)
+        if closing:
+            kind = closing.group(1)
+            stack = pending.get(kind)
+            if stack:
+                _, attrs, open_line, open_start, open_end = stack.pop()
+                markers.append(Marker(kind, attrs, text[open_end:start], open_line, open_start, open_end, end))
             else:
                 problems.append(MarkerProblem(line, f"closing <!-- @/{kind} --> without an opening marker"))
             continue
@@ -183,12 +225,11 @@ def parse(text: str, *, first_line: int = 1) -> tuple[list[Marker], list[MarkerP
             problems.append(MarkerProblem(line, f"malformed attributes in @{kind} marker: {raw_attrs.strip()[:60]!r}"))
             continue
         if kind in INLINE_ONLY_TYPES:
-            markers.append(Marker(kind, parsed_attrs, None, line, start, match.end(), match.end()))
+            markers.append(Marker(kind, parsed_attrs, None, line, start, end, end))
         else:
-            pending.append((kind, parsed_attrs, line, start, match.end()))
-    _report_unclosed_tags(text, covered_until, len(text), code, lines, shift, problems)
+            pending.setdefault(kind, []).append((kind, parsed_attrs, line, start, end))
 
-    for kind, attrs, line, start, open_end in pending:
+    for kind, attrs, line, start, open_end in sorted((p for stack in pending.values() for p in stack), key=lambda p: p[3]):
         if kind in BLOCK_ONLY_TYPES:
             problems.append(MarkerProblem(line, f"unterminated @{kind} block: no <!-- @/{kind} --> follows"))
         else:
@@ -196,23 +237,6 @@ def parse(text: str, *, first_line: int = 1) -> tuple[list[Marker], list[MarkerP
     markers.sort(key=lambda m: m.start)
     problems.sort(key=lambda p: p.line)
     return markers, problems
-
-
-def _report_unclosed_tags(
-    text: str,
-    begin: int,
-    end: int,
-    code: Sequence[tuple[int, int]],
-    lines: _Lines,
-    shift: int,
-    problems: list[MarkerProblem],
-) -> None:
-    """A ``<!-- @`` that never reaches ``-->`` swallows nothing: report it, keep going."""
-    index = text.find("<!--", begin, end)
-    while index != -1:
-        if not _inside(code, index) and text[index + 4 : index + 64].lstrip().startswith("@"):
-            problems.append(MarkerProblem(lines.of(index) + shift, "unterminated marker tag: '<!--' without '-->'"))
-        index = text.find("<!--", index + 4, end)
 
 
 # --- rendering and edits -------------------------------------------------------------
