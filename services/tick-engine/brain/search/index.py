@@ -1,0 +1,455 @@
+"""The recall index: SQLite FTS5 under ``<vault>/.brain/search.sqlite`` (SPEC §15).
+
+One row per arc (title, summary, project and body text without its markers) and one per
+marker block (lesson, decision, signal, todo, inject) anywhere in the vault. Ranked by
+BM25 (titles weigh more), then heat, then recency. Only redacted text is stored.
+
+The tick keeps it current from its own scan: :func:`refresh` re-reads only the files it is
+told changed, :func:`sync` works out what changed by content hash (no second walk: it takes
+the scan's notes). A missing, corrupt or outdated index is rebuilt whole (:func:`rebuild`),
+into a temporary file renamed into place, so a reader never sees half an index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from brain.core.model import Note, parse_note
+from brain.core.redaction import redact
+from brain.search.query import KINDS, MARKER_KINDS, Hit, expression, one_line
+from brain.search.query import terms as query_terms
+
+DB_FILE = ".brain/search.sqlite"
+SCHEMA_VERSION = "2"
+#: Files under these folders are not indexed: agent notes waiting for the next tick.
+SKIPPED_PREFIXES = ("raw/inbox/",)
+BODY_MAX_CHARS = 200_000
+#: Candidates fetched per wanted hit before heat and recency break near-ties.
+CANDIDATES_PER_HIT = 4
+SNIPPET_TOKENS = 24
+#: BM25 scores closer than this count as a tie, broken by heat then recency.
+TIE_DECIMALS = 2
+BUSY_TIMEOUT_SECONDS = 10.0
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files(path TEXT PRIMARY KEY, sha1 TEXT NOT NULL);
+CREATE TABLE docs(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    project TEXT,
+    cluster_id TEXT,
+    heat INTEGER NOT NULL,
+    last_active TEXT,
+    status TEXT NOT NULL,
+    successors TEXT NOT NULL,
+    title TEXT NOT NULL
+);
+CREATE INDEX docs_path ON docs(path);
+CREATE INDEX docs_cluster ON docs(cluster_id);
+CREATE VIRTUAL TABLE fts USING fts5(title, body, kind, project, tokenize='porter unicode61 remove_diacritics 2');
+INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25(4.0, 1.0, 0.0, 0.0)');
+"""
+
+
+class SearchIndexError(Exception):
+    """The index is missing, corrupt or from another version: rebuild it."""
+
+
+@dataclass
+class IndexStats:
+    files_read: int = 0
+    rows_written: int = 0
+    files_removed: int = 0
+    rebuilt: bool = False
+    ms: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"files_read": self.files_read, "rows_written": self.rows_written,
+                "files_removed": self.files_removed, "rebuilt": self.rebuilt, "ms": round(self.ms, 2)}
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    line: int
+    kind: str
+    project: str | None
+    cluster_id: str | None
+    heat: int
+    last_active: str | None
+    status: str
+    successors: tuple[str, ...]
+    title: str
+    body: str
+
+
+def db_path(vault: Path) -> Path:
+    return vault / DB_FILE
+
+
+def indexed(path: str) -> bool:
+    return path.endswith(".md") and not path.startswith(SKIPPED_PREFIXES)
+
+
+# --- rows (pure: a note and its text in, rows out) ---------------------------------------------
+
+
+def rows_for(note: Note, text: str) -> list[Row]:
+    """The index rows of one parsed note; ``text`` is the file's text the note was parsed from."""
+    if not note.parsed or not indexed(note.path):
+        return []
+    arc = note.arc
+    project = arc.project if arc is not None else None
+    cluster_id = arc.cluster_id if arc is not None else None
+    heat = (arc.heat or 0) if arc is not None else 0
+    last_active = (arc.last_active or arc.created) if arc is not None else None
+    status = arc.status if arc is not None else ""
+    successors: tuple[str, ...] = ()
+    if arc is not None and arc.is_tombstone:
+        successors = tuple(s for s in ((arc.merged_into,) if arc.merged_into else arc.split_into) if s)
+    rows: list[Row] = []
+    title = redact(arc.title) if arc is not None else ""  # shown with every hit; searched on the arc row only
+    if arc is not None:
+        pieces, cursor = [], note.body_offset
+        for marker in note.markers:  # marker blocks get rows of their own; tags are noise
+            if marker.start >= cursor:
+                pieces.append(text[cursor:marker.start])
+                cursor = marker.end
+        pieces.append(text[cursor:])
+        body = " ".join(p for p in (arc.summary or "", arc.project or "", "".join(pieces)) if p)
+        rows.append(Row(note.path, 1, "arc", project, cluster_id, heat, last_active, status, successors,
+                        title, redact(body[:BODY_MAX_CHARS])))
+    for marker in note.markers:
+        if marker.type not in MARKER_KINDS or not marker.is_block or not marker.text:
+            continue
+        extra = " ".join(v for k, v in marker.attrs if k in ("source", "severity", "target"))
+        rows.append(Row(note.path, marker.line, marker.type, project, cluster_id, heat, last_active, status,
+                        successors, title, redact(f"{marker.text} {extra}".strip()[:BODY_MAX_CHARS])))
+    return rows
+
+
+# --- the database ------------------------------------------------------------------------------
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+@contextlib.contextmanager
+def _open(vault: Path) -> Iterator[sqlite3.Connection]:
+    """The index, schema-checked; SearchIndexError when missing, corrupt or outdated."""
+    path = db_path(vault)
+    if not path.is_file():
+        raise SearchIndexError(f"no index at {path}")
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as exc:
+        raise SearchIndexError(f"cannot open {path}: {exc}") from None
+    try:
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise SearchIndexError(f"unreadable index {path}: {exc}") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise SearchIndexError(f"index {path} has schema {row[0] if row else None}, want {SCHEMA_VERSION}")
+        yield conn
+    finally:
+        conn.close()
+
+
+def exists(vault: Path) -> bool:
+    """True when a usable index is there (schema checked)."""
+    try:
+        with _open(vault):
+            return True
+    except SearchIndexError:
+        return False
+
+
+def _read(vault: Path, rel: str) -> bytes | None:
+    try:
+        return (vault / rel).read_bytes()
+    except OSError:
+        return None
+
+
+def _note_and_text(vault: Path, rel: str, note: Note | None, max_bytes: int) -> tuple[Note, str, str] | None:
+    """The file's current note, text and sha1 (the scan's note when the bytes still match it)."""
+    data = _read(vault, rel)
+    if data is None or len(data) > max_bytes:
+        return None
+    sha1 = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if note is None or note.sha1 != sha1:
+        note = parse_note(rel, data, size=len(data), mtime_ns=0, sha1=sha1)
+    return note, text, sha1
+
+
+def _insert(conn: sqlite3.Connection, rows: Iterable[Row]) -> int:
+    count = 0
+    for row in rows:
+        cursor = conn.execute(
+            "INSERT INTO docs(path, line, kind, project, cluster_id, heat, last_active, status, successors, title)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row.path, row.line, row.kind, row.project, row.cluster_id, row.heat, row.last_active, row.status,
+             ",".join(row.successors), row.title),
+        )
+        conn.execute("INSERT INTO fts(rowid, title, body, kind, project) VALUES (?, ?, ?, ?, ?)",
+                     (cursor.lastrowid, row.title if row.kind == "arc" else "", row.body, row.kind, row.project or ""))
+        count += 1
+    return count
+
+
+def _forget(conn: sqlite3.Connection, rel: str) -> None:
+    conn.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE path = ?)", (rel,))
+    conn.execute("DELETE FROM docs WHERE path = ?", (rel,))
+    conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+
+
+def _index_files(
+    conn: sqlite3.Connection, vault: Path, paths: Iterable[str], notes: Mapping[str, Note], stats: IndexStats,
+    max_bytes: int, known: Mapping[str, str],
+) -> None:
+    """Index ``paths`` as they are on disk now; ``known`` is what the index holds (path -> sha1)."""
+    for rel in sorted(set(paths)):
+        if not indexed(rel):
+            continue
+        found = _note_and_text(vault, rel, notes.get(rel), max_bytes)
+        stats.files_read += 1
+        if found is not None and known.get(rel) == found[2]:
+            continue  # told it changed, but the index already holds these very bytes
+        if rel in known:
+            _forget(conn, rel)
+        if found is None:
+            stats.files_removed += 1
+            continue
+        note, text, sha1 = found
+        stats.rows_written += _insert(conn, rows_for(note, text))
+        conn.execute("INSERT OR REPLACE INTO files(path, sha1) VALUES (?, ?)", (rel, sha1))
+
+
+DEFAULT_MAX_BYTES = 2_000_000
+
+
+def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYTES) -> IndexStats:
+    """Build the whole index from the scan's notes into a new file, then rename it into place."""
+    started = time.perf_counter()
+    stats = IndexStats(rebuilt=True)
+    by_path = {n.path: n for n in notes}
+    target = db_path(vault)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temp.unlink(missing_ok=True)
+    conn = sqlite3.connect(str(temp), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("BEGIN")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute("INSERT INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        _index_files(conn, vault, (p for p, n in by_path.items() if n.parsed), by_path, stats, max_bytes, {})
+        conn.execute("COMMIT")
+        conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+    except BaseException:
+        conn.close()
+        temp.unlink(missing_ok=True)
+        raise
+    conn.close()
+    with open(temp, "rb") as handle:
+        os.fsync(handle.fileno())
+    for stale in (target.with_name(target.name + "-journal"), target.with_name(target.name + "-wal")):
+        stale.unlink(missing_ok=True)  # a leftover journal must never be replayed onto the new file
+    os.replace(temp, target)
+    stats.ms = (time.perf_counter() - started) * 1000
+    return stats
+
+
+def refresh(
+    vault: Path, notes: Iterable[Note], changed: Iterable[str], removed: Iterable[str], *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> IndexStats:
+    """Re-index the ``changed`` files (read from disk now) and drop the ``removed`` ones.
+
+    Cost is proportional to the change. A missing, corrupt or outdated index is rebuilt
+    from ``notes`` instead.
+    """
+    note_list = notes if isinstance(notes, list) else list(notes)
+    started = time.perf_counter()
+    stats = IndexStats()
+    try:
+        with _open(vault) as conn:
+            by_path = {n.path: n for n in note_list}
+            changed_set, removed_set = set(changed), set(removed) - set(changed)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                known = dict(conn.execute("SELECT path, sha1 FROM files").fetchall())
+                for rel in removed_set:
+                    if rel in known:
+                        _forget(conn, rel)
+                        stats.files_removed += 1
+                _index_files(conn, vault, changed_set, by_path, stats, max_bytes, known)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+    except (SearchIndexError, sqlite3.DatabaseError):
+        return rebuild(vault, note_list, max_bytes=max_bytes)
+    stats.ms = (time.perf_counter() - started) * 1000
+    return stats
+
+
+def sync(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYTES) -> IndexStats:
+    """Bring the index in line with a scan: files whose hash differs are re-read, gone ones dropped."""
+    note_list = [n for n in notes if n.parsed and indexed(n.path)]
+    try:
+        with _open(vault) as conn:
+            known = dict(conn.execute("SELECT path, sha1 FROM files").fetchall())
+    except (SearchIndexError, sqlite3.DatabaseError):
+        return rebuild(vault, note_list, max_bytes=max_bytes)
+    current = {n.path: n.sha1 for n in note_list}
+    changed = [p for p, sha in current.items() if known.get(p) != sha]
+    removed = [p for p in known if p not in current]
+    if not changed and not removed:
+        return IndexStats()
+    return refresh(vault, note_list, changed, removed, max_bytes=max_bytes)
+
+
+# --- queries -----------------------------------------------------------------------------------
+
+def search(
+    vault: Path, query: str, *, project: str | None = None, kind: str | None = None, limit: int = 10,
+    any_term: bool = False, drop_stopwords: bool = False,
+) -> list[Hit]:
+    """The best ``limit`` hits for free text ``query``; every term must match unless ``any_term``.
+
+    With every term required and nothing found, it falls back to any term, so a search
+    box never answers empty for one unknown word. Raises SearchIndexError when the index
+    is missing or unusable; never raises for the query's text.
+    """
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+    limit = max(1, min(int(limit), 200))
+    with _open(vault) as conn:
+        hits = _query(conn, query, project, kind, limit, any_term, drop_stopwords)
+        if not hits and not any_term:
+            hits = _query(conn, query, project, kind, limit, True, drop_stopwords)
+        return hits
+
+
+#: With any term allowed, terms in more than this share of the rows say nothing: left out.
+COMMON_TERM_SHARE = 0.2
+#: ... and at most this many of the rarest terms are kept (a whole prompt stays a fast query).
+MAX_ANY_TERMS = 8
+
+
+def _informative(conn: sqlite3.Connection, found: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """The rarest terms, frequent ones dropped: an OR over common words is slow and means nothing."""
+    total = conn.execute("SELECT count(*) FROM docs").fetchone()[0] or 1
+    rated = []
+    for word, prefix in found:
+        single = expression([(word, prefix)])
+        if single is None:
+            continue
+        df = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (single,)).fetchone()[0]
+        if 0 < df <= max(50, COMMON_TERM_SHARE * total):
+            rated.append((df, word, prefix))
+    rated.sort()
+    return [(word, prefix) for _, word, prefix in rated[:MAX_ANY_TERMS]]
+
+
+def _query(
+    conn: sqlite3.Connection, text: str, project: str | None, kind: str | None, limit: int, any_term: bool,
+    drop_stopwords: bool,
+) -> list[Hit]:
+    found = query_terms(text, drop_stopwords=drop_stopwords)
+    if any_term:
+        found = _informative(conn, found)
+    match = expression(found, any_term=any_term)
+    if match is None:
+        return []
+    # FTS5 ranks and cuts on its own (its fast path); kind and project are columns of the FTS
+    # table too (weight 0), so a filter narrows the match instead of scanning a join.
+    if any_term:
+        match = f"({match})"
+    if kind is not None:
+        match = f'kind : "{kind}" AND {match}'
+    if project is not None:
+        words = expression(query_terms(project))
+        if words is None:
+            return []
+        match = f"project : ({words}) AND {match}"
+    try:
+        ranked = conn.execute("SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?",
+                              (match, limit * CANDIDATES_PER_HIT)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+            return []  # belt and braces: the query holds only quoted terms
+        raise
+    if not ranked:
+        return []
+    rank_of = {int(rowid): float(rank) for rowid, rank in ranked}
+    marks = ",".join("?" * len(rank_of))
+    rows = conn.execute(
+        "SELECT id, path, line, kind, project, cluster_id, heat, last_active, status, successors, title"
+        f" FROM docs WHERE id IN ({marks})", list(rank_of)).fetchall()
+    if project is not None:
+        rows = [r for r in rows if (r[4] or "").lower() == project.lower()]
+    rows.sort(key=lambda r: (round(rank_of[r[0]], TIE_DECIMALS), -r[6], not r[7], _negated(r[7] or ""), r[1], r[2]))
+    hits = []
+    for rowid, path, line, kind_, proj, cid, heat, last, status, succ, title in rows[:limit]:
+        found_snippet = conn.execute(
+            f"SELECT snippet(fts, 1, '', '', '…', {SNIPPET_TOKENS}) FROM fts WHERE fts MATCH ? AND rowid = ?",
+            (match, rowid),
+        ).fetchone()
+        snippet = found_snippet[0] if found_snippet and found_snippet[0] else ""
+        if not snippet.strip():
+            body = conn.execute("SELECT body FROM fts WHERE rowid = ?", (rowid,)).fetchone()
+            snippet = body[0] if body else ""
+        hits.append(Hit(
+            cluster_id=cid, path=path, line=line, snippet=one_line(snippet or title, 240), kind=kind_,
+            project=proj, score=-rank_of[rowid], title=title, heat=heat, last_active=last, status=status,
+            successors=tuple(s for s in succ.split(",") if s),
+        ))
+    return hits
+
+
+def _negated(text: str) -> tuple[int, ...]:
+    """Sort key that puts later ISO timestamps first."""
+    return tuple(-ord(c) for c in text)
+
+
+def arc_path(vault: Path, cluster_id: str) -> str | None:
+    """Where the arc ``cluster_id`` lives, per the index (None when not indexed or no index)."""
+    try:
+        with _open(vault) as conn:
+            row = conn.execute("SELECT path FROM docs WHERE cluster_id = ? AND kind = 'arc' ORDER BY path LIMIT 1",
+                               (cluster_id,)).fetchone()
+    except (SearchIndexError, sqlite3.DatabaseError):
+        return None
+    return str(row[0]) if row else None
+
+
+def counts(vault: Path) -> dict[str, int]:
+    """Indexed rows per kind (empty when there is no usable index)."""
+    try:
+        with _open(vault) as conn:
+            return {str(k): int(n) for k, n in conn.execute("SELECT kind, count(*) FROM docs GROUP BY kind")}
+    except (SearchIndexError, sqlite3.DatabaseError):
+        return {}
