@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from brain import launcher
 from brain.cli import app
-from brain.commands import hook
+from brain.pipeline import hook
 
 FEED = {
     "signals.md": (8, "# Signals\n\n- **critical** db: primary slow"),
@@ -135,11 +136,14 @@ def test_no_feed_configured_prints_nothing() -> None:
     assert result.exit_code == 0 and result.stdout == ""
 
 
-def test_feed_folder_resolution(tmp_path: Path, feed: Path) -> None:
+def test_feed_folder_resolution_an_explicit_flag_beats_the_environment(tmp_path: Path, feed: Path) -> None:
     other = tmp_path / "source"
     write_feed_file(other, "x.md", 1, "# From BRAIN_SOURCE_PATH")
-    chosen = invoke("session-start", "--brain-feed", str(feed), "--format", "text", env={"BRAIN_SOURCE_PATH": str(other)})
-    assert chosen.stdout == "# From BRAIN_SOURCE_PATH\n"
+    flag = invoke("session-start", "--brain-feed", str(feed), "--format", "text", env={"BRAIN_SOURCE_PATH": str(other)})
+    assert flag.stdout.startswith("# Active alarms")  # issue 12 item 16: the flag wins
+    env_only = invoke("session-start", "--format", "text", env={"BRAIN_SOURCE_PATH": str(other),
+                                                                 "BRAIN_VAULT": str(feed.parent)})
+    assert env_only.stdout == "# From BRAIN_SOURCE_PATH\n"
     from_vault = invoke("session-start", "--format", "text", env={"BRAIN_VAULT": str(feed.parent)})
     assert from_vault.stdout.startswith("# Active alarms")
 
@@ -222,17 +226,17 @@ def test_corrupt_session_state_starts_over(feed: Path, tmp_path: Path) -> None:
 
 def test_fast_path_matches_the_typer_commands(feed: Path, capsys: pytest.CaptureFixture[str]) -> None:
     typer_text = invoke("session-start", "--brain-feed", str(feed), "--format", "text").stdout
-    assert hook.fast_main(["session-start", f"--brain-feed={feed}", "--format", "text"]) == 0
+    assert launcher.fast_main(["session-start", f"--brain-feed={feed}", "--format", "text"]) == 0
     assert capsys.readouterr().out == typer_text
     for needs_typer in (["session-start", "--help"], ["session-start", "--format", "yaml"], ["other"], [],
                         ["prompt-submit", "--format", "json"], ["session-start", "--brain-feed"]):
-        assert hook.fast_main(needs_typer) is None
+        assert launcher.fast_main(needs_typer) is None
 
 
 def test_fast_path_configuration_error_exits_1(feed: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("BRAIN_REFRESH_INTERVAL", "often")
-    assert hook.fast_main(["prompt-submit", "--brain-feed", str(feed)]) == 1
+    assert launcher.fast_main(["prompt-submit", "--brain-feed", str(feed)]) == 1
     assert capsys.readouterr().err.startswith("Error: configuration")
 
 
@@ -258,7 +262,7 @@ def test_session_start_as_a_process_with_closed_or_json_stdin(feed: Path, tmp_pa
 def test_hook_path_imports_nothing_heavy(feed: Path) -> None:
     probe = (
         "import sys\n"
-        "from brain.commands.hook import fast_main\n"
+        "from brain.launcher import fast_main\n"
         f"fast_main(['session-start', '--brain-feed', {str(feed)!r}])\n"
         "heavy = {'yaml', 'redis', 'httpx', 'typer', 'pydantic', 'jinja2', 'frontmatter'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"

@@ -1,18 +1,63 @@
-"""The ``brain`` entry point: routes the hooks around the typer app, then runs the CLI.
+"""The ``brain`` entry point: answers the hooks without building the CLI, then runs the CLI.
 
 ``brain hook session-start`` runs at every agent session start, so it must not pay for
-building the full command tree (typer, click and every command module).
+building the full command tree (typer, click and every command module: ~60 ms of imports).
+:func:`fast_main` parses the hooks' few options by hand; anything else (``--help``, an
+unknown option, a bad value) falls through to the typer commands, which say what is wrong.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+
+_FAST_OPTIONS = {
+    "session-start": ("--brain-feed", "--format", "--now", "--cwd"),
+    "prompt-submit": ("--brain-feed", "--now", "--cwd"),
+}
+
+
+def fast_main(argv: Sequence[str]) -> int | None:
+    """``brain hook ...``; ``argv`` is what follows ``hook``. The exit code, or None when the
+    arguments need the full CLI. Same behaviour and error lines as :mod:`brain.commands.hook`."""
+    if not argv or argv[0] not in _FAST_OPTIONS:
+        return None
+    command, rest = argv[0], list(argv[1:])
+    options: dict[str, str] = {}
+    while rest:
+        name, equals, value = rest.pop(0).partition("=")
+        if name not in _FAST_OPTIONS[command] or (not equals and not rest):
+            return None
+        options[name] = value if equals else rest.pop(0)
+    output_format = options.get("--format", "json")
+    import os  # this is the CLI edge of the fast path: the environment is read here, once
+
+    from brain.pipeline import hook
+
+    if output_format not in hook.FORMATS:
+        return None
+    try:
+        try:
+            call = hook.hook_call(
+                command,
+                {"brain_feed": options.get("--brain-feed"), "now": options.get("--now"), "cwd": options.get("--cwd")},
+                os.environ,
+            )
+        except hook.HookUsageError as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return hook.EXIT_HOOK_FAILED
+        text = hook.answer(command, call, output_format)
+    except Exception as exc:
+        if os.environ.get("BRAIN_DEBUG", "") not in ("", "0", "false"):
+            raise
+        print(f"Error: unexpected {type(exc).__name__}: {exc} (set BRAIN_DEBUG=1 for a traceback)", file=sys.stderr)
+        return hook.EXIT_HOOK_FAILED
+    sys.stdout.write(text)
+    return 0
 
 
 def main() -> None:
     if sys.argv[1:2] == ["hook"]:
-        from brain.commands.hook import fast_main
-
         code = fast_main(sys.argv[2:])
         if code is not None:
             sys.stdout.flush()

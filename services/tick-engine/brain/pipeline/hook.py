@@ -1,0 +1,479 @@
+"""The agent hooks (SPEC §12): hand a session the part of the brain-feed written for it.
+
+``session-start`` reads the hook input (``cwd``, ``session_id``, ``source``), finds the
+session's project in ``projects/index.json`` and answers with that project's feed file (plus
+any active alarm); a session outside every known project gets the global feed. When the feed
+is older than its TTL, one line says so. ``prompt-submit`` re-sends the same context every
+``refresh_interval`` turns when it changed.
+
+Both run at every agent session start and must answer in well under 100 ms: a couple of
+small file reads, nothing heavy imported (no yaml, redis, httpx, typer); the feed files'
+frontmatter is read with a small line parser. A hook never gets in the agent's way: a missing
+or empty feed prints nothing (exit 0). The command layers are :mod:`brain.launcher` (the fast
+path) and :mod:`brain.commands.hook` (typer: help and errors).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from brain.settings import Settings
+
+SESSION_START = "SessionStart"
+PROMPT_SUBMIT = "UserPromptSubmit"
+#: Session state files untouched for this long are removed (at session start).
+SESSION_STATE_KEEP_DAYS = 30
+#: Default ``hook_state_dir``: $XDG_STATE_HOME/brain/hook-sessions.
+STATE_SUBDIR = "brain/hook-sessions"
+CUT_NOTE = "\n… (cut to fit the feed budget)"
+STDIN_MAX_BYTES = 1_000_000
+FEED_FILE_MAX_CHARS = 1_000_000
+INDEX_MAX_BYTES = 4_000_000
+#: How long session-start waits for the hook's stdin JSON.
+SESSION_START_STDIN_WAIT = 0.2
+#: Every failure exits 1, Claude Code's non-blocking error (2 would block the prompt).
+EXIT_HOOK_FAILED = 1
+FORMATS = ("json", "text")
+PROJECT_INDEX = "projects/index.json"
+ALARMS_FILE = "amygdala-active.md"
+#: Path components too generic to name a project when the cwd matches no recorded root.
+GENERIC_COMPONENTS = frozenset({
+    "", ".", "..", "home", "users", "user", "src", "source", "code", "projects", "project", "repos", "repo",
+    "workspace", "workspaces", "work", "dev", "git", "tmp", "worktrees", ".claude", ".worktrees", ".git",
+})
+
+
+# --- the feed ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedSection:
+    name: str
+    priority: int
+    body: str
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, str], str]:
+    """``key: value`` lines of a leading ``---`` block, and the body after it.
+
+    Enough for the feed files the brain writes (flat scalar keys); text without a complete
+    block is all body.
+    """
+    if not text.startswith("---"):
+        return {}, text
+    lines = text.splitlines(keepends=True)
+    if lines[0].rstrip() != "---":
+        return {}, text
+    meta: dict[str, str] = {}
+    for index, line in enumerate(lines[1:], start=1):
+        if line.rstrip() in ("---", "..."):
+            return meta, "".join(lines[index + 1 :])
+        key, colon, value = line.partition(":")
+        if colon and key.strip() and not line[:1].isspace():
+            meta[key.strip()] = value.strip().strip("'\"")
+    return {}, text
+
+
+def _priority(meta: Mapping[str, str]) -> int:
+    try:
+        return int(meta.get("priority", "0"))
+    except ValueError:
+        return 0
+
+
+def read_section(path: Path) -> FeedSection | None:
+    """One feed file without its frontmatter; None when unreadable or its body is empty."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            text = handle.read(FEED_FILE_MAX_CHARS)  # a stray huge file cannot slow a session down
+    except OSError:
+        return None
+    meta, body = split_frontmatter(text)
+    body = body.strip()
+    return FeedSection(path.name, _priority(meta), body) if body else None
+
+
+def read_feed(folder: Path) -> list[FeedSection]:
+    """The global feed: the folder's ``*.md`` files (not ``health.jsonl``, not ``projects/``),
+    highest ``priority`` first, then by name."""
+    try:
+        paths = [p for p in folder.iterdir() if p.suffix == ".md" and not p.name.startswith(".")]
+    except OSError:
+        return []
+    sections = [section for section in map(read_section, paths) if section is not None]
+    sections.sort(key=lambda s: (-s.priority, s.name))
+    return sections
+
+
+def assemble(sections: Iterable[FeedSection], budget_chars: int) -> str:
+    """The sections joined within ``budget_chars``: lower-priority files go first, whole;
+    the first file that does not fit is cut at a line boundary to fill what is left."""
+    parts: list[str] = []
+    used = 0
+    for section in sections:
+        gap = 2 if parts else 0
+        if used + gap + len(section.body) <= budget_chars:
+            parts.append(section.body)
+            used += gap + len(section.body)
+            continue
+        room = budget_chars - used - gap - len(CUT_NOTE)
+        if room > 0:
+            head = section.body[:room]
+            newline = head.rfind("\n")
+            head = head[:newline] if newline > 0 else head
+            if head.strip():
+                parts.append(head.rstrip() + CUT_NOTE)
+        break
+    return "\n\n".join(parts)
+
+
+def feed_folder(settings: Settings) -> Path | None:
+    """``BRAIN_SOURCE_PATH``, else ``--brain-feed``, else ``<BRAIN_VAULT>/brain-feed``.
+
+    The command layers pass an explicit ``--brain-feed`` as ``source_path`` too, so a flag
+    beats the environment.
+    """
+    if settings.source_path is not None:
+        return settings.source_path
+    if settings.brain_feed is not None:
+        return settings.brain_feed
+    if settings.vault is not None:
+        return settings.vault / "brain-feed"
+    return None
+
+
+# --- the project index -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectIndex:
+    """``projects/index.json`` as the tick wrote it (see :mod:`brain.core.project_feed`)."""
+
+    files: Mapping[str, str]  # project -> file, relative to the feed folder
+    roots: Mapping[str, str]  # recorded cwd -> project
+    generated: str | None
+    ttl: int | None
+
+
+def load_index(folder: Path) -> ProjectIndex | None:
+    try:
+        with (folder / PROJECT_INDEX).open("rb") as handle:
+            data = json.loads(handle.read(INDEX_MAX_BYTES))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    projects = data.get("projects")
+    roots = data.get("roots")
+    files = {
+        str(name): entry["file"]
+        for name, entry in (projects.items() if isinstance(projects, dict) else ())
+        if isinstance(entry, dict) and isinstance(entry.get("file"), str)
+    }
+    clean_roots = {
+        str(root): project
+        for root, project in (roots.items() if isinstance(roots, dict) else ())
+        if isinstance(project, str) and project in files
+    }
+    generated, ttl = data.get("generated"), data.get("ttl")
+    return ProjectIndex(
+        files,
+        clean_roots,
+        generated if isinstance(generated, str) else None,
+        ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None,
+    )
+
+
+def normal_path(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/") or "/"
+
+
+def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
+    """The project a session in ``cwd`` belongs to: the recorded cwd itself, else the deepest
+    recorded root it lies under (a sub-folder, a worktree inside the repository), else a path
+    component named like a project (the same repository checked out elsewhere)."""
+    if not cwd or not index.files:
+        return None
+    path = normal_path(cwd)
+    exact = index.roots.get(path)
+    if exact is not None:
+        return exact
+    best: tuple[int, str] | None = None
+    for root, project in index.roots.items():
+        if root != "/" and path.startswith(root + "/") and (best is None or len(root) > best[0]):
+            best = (len(root), project)
+    if best is not None:
+        return best[1]
+    by_name = {name.lower(): name for name in index.files}
+    for component in reversed(path.split("/")):
+        if component.lower() in GENERIC_COMPONENTS:
+            continue
+        found = by_name.get(component.lower())
+        if found is not None:
+            return found
+    return None
+
+
+# --- what a session gets -----------------------------------------------------------------
+
+
+def _age(seconds: float) -> str:
+    if seconds < 2 * 3600:
+        return f"{max(1, round(seconds / 60))} min"
+    if seconds < 2 * 86_400:
+        return f"{round(seconds / 3600)} h"
+    return f"{round(seconds / 86_400)} days"
+
+
+def stale_note(index: ProjectIndex | None, now: datetime) -> str:
+    """One line when the feed is older than its TTL; "" when fresh or its age is unknown."""
+    if index is None or index.generated is None or index.ttl is None:
+        return ""
+    from brain.core.timeutil import parse_instant
+
+    generated = parse_instant(index.generated)
+    if generated is None:
+        return ""
+    age = (now - generated).total_seconds()
+    if age <= index.ttl:
+        return ""
+    return (f"_Note: this feed was built {_age(age)} ago ({index.generated}), past its {_age(index.ttl)} "
+            f"lifetime; recent work may be missing (is `brain tick` running?)._")
+
+
+@dataclass(frozen=True)
+class HookInput:
+    """What Claude Code writes on the hook's stdin (every field optional)."""
+
+    session_id: str | None = None
+    cwd: str | None = None
+    source: str | None = None  # startup | resume | clear | compact
+
+    @classmethod
+    def of(cls, payload: Mapping[str, Any]) -> HookInput:
+        def text(key: str) -> str | None:
+            value = payload.get(key)
+            return value if isinstance(value, str) and value.strip() else None
+
+        return cls(text("session_id"), text("cwd"), text("source"))
+
+
+def read_hook_input(wait_seconds: float | None) -> HookInput:
+    """The JSON Claude Code writes on the hook's stdin; empty when there is none (a terminal,
+    nothing within ``wait_seconds``, or not a JSON object)."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        return HookInput()
+    if wait_seconds is not None:
+        import select
+
+        try:
+            ready, _, _ = select.select([stream], [], [], wait_seconds)
+        except (OSError, ValueError):  # no file descriptor (an in-memory stream): just read it
+            ready = [stream]
+        if not ready:
+            return HookInput()
+    try:
+        data = json.loads(stream.read(STDIN_MAX_BYTES) or "{}")
+    except (OSError, ValueError):
+        return HookInput()
+    return HookInput.of(data) if isinstance(data, dict) else HookInput()
+
+
+@dataclass(frozen=True)
+class Context:
+    text: str  # "" when there is nothing to send
+    project: str | None  # the project whose feed was sent; None: the global feed
+
+
+def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
+    """The context a session in ``cwd`` gets, within ``feed_token_budget``."""
+    folder = feed_folder(settings)
+    if folder is None:
+        return Context("", None)
+    index = load_index(folder)
+    project = find_project(index, cwd) if index is not None else None
+    sections: list[FeedSection] = []
+    if index is not None and project is not None:
+        own = read_section(folder / index.files[project])
+        if own is None:
+            project = None
+        else:
+            alarms = read_section(folder / ALARMS_FILE)
+            sections = [s for s in (alarms, own) if s is not None]
+    if project is None:
+        sections = read_feed(folder)
+    budget = max(0, settings.feed_token_budget) * 4
+    note = stale_note(index, now) if sections else ""
+    if note:
+        budget = max(0, budget - len(note) - 2)
+    text = assemble(sections, budget)
+    if not text:
+        return Context("", None)
+    return Context(f"{note}\n\n{text}" if note else text, project)
+
+
+def hook_answer(event: str, context: str) -> str:
+    """The hook's stdout: ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``."""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
+
+
+# --- per-session state (turn counter, what the session last saw) --------------------------
+
+
+def state_folder(settings: Settings, environ: Mapping[str, str]) -> Path:
+    """``hook_state_dir``, else ``$XDG_STATE_HOME/brain/hook-sessions`` (the agent user's)."""
+    if settings.hook_state_dir is not None:
+        return settings.hook_state_dir
+    base = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / STATE_SUBDIR
+
+
+def _session_file(folder: Path, session_id: str) -> Path:
+    import hashlib
+    import re
+
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,128}", session_id):
+        return folder / f"{session_id}.json"
+    return folder / f"{hashlib.sha256(session_id.encode('utf-8', 'replace')).hexdigest()[:32]}.json"
+
+
+def _load_session(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {"turns": 0, "sha256": None}
+    turns = data.get("turns") if isinstance(data, dict) else None
+    sha = data.get("sha256") if isinstance(data, dict) else None
+    return {"turns": turns if isinstance(turns, int) and turns >= 0 else 0, "sha256": sha if isinstance(sha, str) else None}
+
+
+def _save_session(path: Path, state: Mapping[str, Any]) -> None:
+    from brain.io.atomic import atomic_write
+
+    atomic_write(path, json.dumps(dict(state), sort_keys=True).encode("utf-8"))
+
+
+def _prune_sessions(folder: Path, now: float) -> None:
+    import contextlib
+
+    horizon = now - SESSION_STATE_KEEP_DAYS * 86_400
+    with contextlib.suppress(OSError):
+        for path in folder.glob("*.json"):
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime < horizon:
+                    path.unlink()
+
+
+def sha256_of(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- the two hooks -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """One hook invocation, resolved at the command edge."""
+
+    settings: Settings
+    hook_input: HookInput
+    now: datetime
+    cwd: str | None  # ``--cwd``, else the input's ``cwd``, else the process's working directory
+    state: Path  # folder of the per-session state files
+
+
+def session_cwd(flag: str | None, hook_input: HookInput, process_cwd: str | None) -> str | None:
+    """An explicit ``--cwd`` beats the hook input, which beats where the hook process runs."""
+    return flag or hook_input.cwd or process_cwd
+
+
+def session_start_answer(call: HookCall, output_format: str) -> str:
+    """What ``session-start`` prints ("" for nothing); notes what the session was sent."""
+    settings, hook_input = call.settings, call.hook_input
+    if not settings.enabled:
+        return ""
+    text = context_for(settings, call.cwd, call.now).text
+    if not text:
+        return ""
+    if output_format == "text":
+        return text + "\n"
+    if hook_input.session_id is not None:
+        import time
+
+        folder = call.state
+        path = _session_file(folder, hook_input.session_id)
+        state = _load_session(path)
+        state["sha256"] = sha256_of(text)
+        _save_session(path, state)
+        _prune_sessions(folder, time.time())
+    return hook_answer(SESSION_START, text) + "\n"
+
+
+def prompt_submit_answer(call: HookCall) -> str:
+    """What ``prompt-submit`` prints: the session's context every ``refresh_interval`` turns if it changed."""
+    settings, hook_input = call.settings, call.hook_input
+    if not settings.enabled or settings.refresh_interval <= 0 or hook_input.session_id is None:
+        return ""
+    path = _session_file(call.state, hook_input.session_id)
+    state = _load_session(path)
+    state["turns"] += 1
+    answer = ""
+    if state["turns"] % settings.refresh_interval == 0:
+        text = context_for(settings, call.cwd, call.now).text
+        digest = sha256_of(text) if text else None
+        if digest is not None and digest != state["sha256"]:
+            state["sha256"] = digest
+            answer = hook_answer(PROMPT_SUBMIT, text) + "\n"
+    _save_session(path, state)
+    return answer
+
+
+class HookUsageError(ValueError):
+    """A bad flag or setting: one line on stderr, exit 1 (never 2, which blocks the prompt)."""
+
+
+def hook_call(command: str, flags: Mapping[str, str | None], environ: Mapping[str, str]) -> HookCall:
+    """Settings (defaults, then ``BRAIN_*``, then flags: an explicit flag beats the environment),
+    the hook input and the instant, read once at the command edge.
+
+    ``flags``: ``brain_feed``, ``now``, ``cwd``. Raises :class:`HookUsageError`.
+    """
+    import os
+
+    from brain.core.timeutil import TimeParseError, require_instant, wall_clock
+    from brain.settings import Settings, SettingsError
+
+    feed = flags.get("brain_feed")
+    try:
+        # --brain-feed also stands in for BRAIN_SOURCE_PATH, which would otherwise win over it.
+        settings = Settings.from_env(environ, brain_feed=Path(feed) if feed else None,
+                                     source_path=Path(feed) if feed else None, now=flags.get("now") or None)
+    except SettingsError as exc:
+        raise HookUsageError(f"configuration: {exc}") from None
+    try:
+        now = require_instant(settings.now, what="--now / BRAIN_NOW") if settings.now else wall_clock()
+    except TimeParseError as exc:
+        raise HookUsageError(str(exc)) from None
+    hook_input = read_hook_input(SESSION_START_STDIN_WAIT if command == "session-start" else None)
+    try:
+        process_cwd: str | None = os.getcwd()
+    except OSError:
+        process_cwd = None
+    cwd = session_cwd(flags.get("cwd"), hook_input, process_cwd)
+    return HookCall(settings, hook_input, now, cwd, state_folder(settings, environ))
+
+
+def answer(command: str, call: HookCall, output_format: str) -> str:
+    if command == "session-start":
+        return session_start_answer(call, output_format)
+    return prompt_submit_answer(call)
