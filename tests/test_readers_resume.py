@@ -85,7 +85,7 @@ def last_uuid(items: list[dict[str, Any]]) -> str:
 @pytest.mark.parametrize("replay", ["new-session-id", "old-session-id", "parent-link-only"])
 def test_a_resumed_claude_session_continues_the_original_and_counts_only_its_own_turns(
         tmp_path: Path, replay: str) -> None:
-    folder, original, old = spotter(tmp_path)
+    folder, _original, old = spotter(tmp_path)
     pristine = by_id(run(folder.parent))
     if replay == "new-session-id":
         head = [dict(r, sessionId=RESUMED) if "sessionId" in r else r for r in old]
@@ -153,7 +153,7 @@ def test_a_forked_codex_rollout_continues_the_original(tmp_path: Path) -> None:
     ]
     fork = day.parent / "24" / f"rollout-2026-02-24T10-00-00-{FORK}.jsonl"
     fork.parent.mkdir()
-    fork.write_bytes(dump([meta] + old[1:] + new))  # the original's history replayed, then the new turn
+    fork.write_bytes(dump([meta, *old[1:], *new]))  # the original's history replayed, then the new turn
     sessions = by_id(run(codex=tmp_path / "codex"))
     forked = sessions[FORK]
     assert forked.continues == original_id
@@ -183,3 +183,48 @@ def test_a_deeply_nested_line_is_a_damaged_line_and_every_other_project_still_co
     damaged = by_id(bundle)
     assert damaged[ORIGINAL].skipped_lines == 1
     assert damaged[ORIGINAL].user_turns == by_id(pristine)[ORIGINAL].user_turns
+
+
+# --- the resumed session lands in the original's arc (brain extract | brain cluster) ---------------------
+
+
+def arcs(vault: Path) -> dict[str, str]:
+    """cluster_id -> text of every arc file in the vault."""
+    found = {}
+    for path in vault.rglob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        if ".brain" not in path.parts and text.startswith("---") and "\ncluster_id:" in text:
+            found[text.split("\ncluster_id:", 1)[1].split("\n", 1)[0].strip().strip("'\"")] = text
+    return found
+
+
+@pytest.mark.parametrize("runs", ["one-bundle", "next-day"])
+def test_a_resumed_fixture_session_lands_in_its_original_arc(tmp_path: Path, runs: str) -> None:
+    from typer.testing import CliRunner
+
+    from brain.cli import app
+    from tests.support.vaults import init_vault
+
+    vault = init_vault(tmp_path / "vault")
+    folder, _original, old = spotter(tmp_path)
+    resumed = folder / f"{RESUMED}.jsonl"
+
+    def extract_and_cluster(now: str, out: str) -> None:
+        extracted = CliRunner().invoke(app, ["extract", "--projects-dir", str(folder.parent), "--codex-dir",
+                                             "/nonexistent", "--since", "4000d", "--min-turns", "0", "--now", now])
+        assert extracted.exit_code == 0, extracted.output
+        clustered = CliRunner().invoke(app, ["cluster", "--out-dir", str(vault / "clusters" / out), "--vault",
+                                             str(vault), "--now", now], input=extracted.stdout)
+        assert clustered.exit_code == 0, clustered.output
+
+    if runs == "next-day":
+        extract_and_cluster("2026-03-01T00:00:00Z", "2026-03-01")
+    head = [dict(r, sessionId=RESUMED) if "sessionId" in r else r for r in old]
+    resumed.write_bytes(dump(head + new_turn(RESUMED, last_uuid(old), cwd_of(old), "r1")))
+    extract_and_cluster("2026-03-03T00:00:00Z", "2026-03-03")
+    found = arcs(vault)
+    holding = [text for text in found.values() if ORIGINAL in text]
+    assert len(holding) == 1, "the original session is in exactly one arc"
+    assert RESUMED in holding[0], "the resumption joined the original's arc, a day after it ended"
+    assert "resumed from" in holding[0]
+    assert sum(RESUMED in text for text in found.values()) == 1
