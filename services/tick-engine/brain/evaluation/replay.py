@@ -1,0 +1,438 @@
+"""The replay: sessions in time order, the targets, and the feed each target would have received.
+
+The vault for a target is built the way a deployment builds it, by running the product's own
+commands as subprocesses (``brain extract``, ``brain cluster``, ``brain tick --no-ai``,
+``brain hook session-start``): the measure stays independent of how those commands work inside,
+and changes to them are measured as they ship (FEED-METRIC §1).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+EPOCH = "1970-01-01T00:00:00Z"
+#: The universe is read as of this instant: every session that exists.
+FAR_FUTURE = "2999-12-31T23:59:59Z"
+TICK_BEFORE = timedelta(hours=2)
+
+
+class ReplayError(Exception):
+    """A product command failed or a profile cannot be built."""
+
+
+def parse_instant(text: str) -> datetime:
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def format_instant(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- sessions as Brain sees them ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Session:
+    """One entry of the ``brain extract`` bundle."""
+
+    id: str
+    agent: str
+    project: str
+    cwd: str
+    start: datetime
+    end: datetime
+    user_turns: int
+    entry: Mapping[str, Any] = field(compare=False, repr=False)
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> Session:
+        return cls(
+            id=str(entry["session_id"]),
+            agent=str(entry.get("agent") or ""),
+            project=str(entry.get("project") or ""),
+            cwd=str(entry.get("cwd") or ""),
+            start=parse_instant(str(entry["start"])),
+            end=parse_instant(str(entry["end"])),
+            user_turns=int(entry.get("user_turns") or 0),
+            entry=entry,
+        )
+
+
+def ordered(sessions: Iterable[Session]) -> list[Session]:
+    return sorted(sessions, key=lambda s: (s.start, s.id))
+
+
+# --- running the product ------------------------------------------------------------------------
+
+
+@dataclass
+class BrainRunner:
+    """Runs ``python -m brain ARGS`` with a controlled environment."""
+
+    env: Mapping[str, str]
+    python: str = sys.executable
+    calls: int = 0
+
+    def __call__(self, args: Sequence[str], *, stdin: str | None = None, extra_env: Mapping[str, str] | None = None) -> str:
+        env = dict(self.env)
+        env.update(extra_env or {})
+        self.calls += 1
+        done = subprocess.run(
+            [self.python, "-m", "brain", *args], input=stdin if stdin is not None else "",
+            capture_output=True, text=True, env=env, check=False,
+        )
+        if done.returncode != 0:
+            tail = " ".join(done.stderr.strip().splitlines()[-3:])[:400]
+            raise ReplayError(f"`brain {' '.join(args[:2])}` exited {done.returncode}: {tail}")
+        return done.stdout
+
+
+def product_env(base: Mapping[str, str], work: Path) -> dict[str, str]:
+    """The environment of every product command: no BRAIN_* of the operator, hook state and every
+    agent log folder pointed into ``work`` (a reader of an agent the replay was not given must
+    find nothing, not the operator's own logs)."""
+    from brain.settings import Settings
+
+    env = {k: v for k, v in base.items() if not k.startswith("BRAIN_")}
+    empty = work / "no-logs"
+    empty.mkdir(parents=True, exist_ok=True)
+    for f in fields(Settings):
+        if f.metadata.get("group") == "extract" and f.name.endswith("_dir"):
+            env["BRAIN_" + f.name.upper()] = str(empty)
+    state = work / "hook-state"
+    env["XDG_STATE_HOME"] = str(state)
+    env["BRAIN_HOOK_STATE_DIR"] = str(state)
+    env["BRAIN_NO_COLOR"] = "1"
+    return env
+
+
+# --- profiles --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A daily cron schedule: ``M H * * *``, ``M */N * * *``, ``M H1,H2 * * *``, ``M A-B * * *``."""
+
+    minute: int
+    hours: tuple[int, ...]
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> Schedule:
+        parts = text.split()
+        if len(parts) != 5 or parts[2:] != ["*", "*", "*"] or not parts[0].isdigit():
+            raise ReplayError(f"unsupported cron schedule {text!r} (use 'M H * * *' or 'M */N * * *')")
+        minute = int(parts[0])
+        hours: set[int] = set()
+        for piece in parts[1].split(","):
+            step = 1
+            if "/" in piece:
+                piece, step_text = piece.split("/", 1)
+                step = int(step_text) if step_text.isdigit() and int(step_text) > 0 else 0
+            if piece == "*":
+                low, high = 0, 23
+            elif re.fullmatch(r"\d+-\d+", piece):
+                low, high = (int(x) for x in piece.split("-"))
+            elif piece.isdigit():
+                low = high = int(piece)
+            else:
+                step = 0
+            if step <= 0 or not (0 <= low <= high <= 23) or minute > 59:
+                raise ReplayError(f"unsupported cron schedule {text!r}")
+            hours.update(range(low, high + 1, step))
+        return cls(minute, tuple(sorted(hours)), text)
+
+    def last_at_or_before(self, instant: datetime) -> datetime:
+        day = instant.replace(hour=0, minute=0, second=0, microsecond=0)
+        for back in range(0, 3):
+            base = day - timedelta(days=back)
+            for hour in reversed(self.hours):
+                candidate = base.replace(hour=hour, minute=self.minute)
+                if candidate <= instant:
+                    return candidate
+        raise ReplayError(f"schedule {self.text!r} has no run")
+
+    def first_after(self, instant: datetime) -> datetime:
+        day = instant.replace(hour=0, minute=0, second=0, microsecond=0)
+        for ahead in range(0, 3):
+            base = day + timedelta(days=ahead)
+            for hour in self.hours:
+                candidate = base.replace(hour=hour, minute=self.minute)
+                if candidate > instant:
+                    return candidate
+        raise ReplayError(f"schedule {self.text!r} has no run")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How the vault is fed: which sessions, from which agents, extracted when."""
+
+    name: str
+    agent: str  # all | claude-code | codex
+    min_turns: int
+    #: None: extraction runs at the target's start (cutoff C = T); else the extraction schedule.
+    schedule: Schedule | None = None
+    #: The extraction window (``--since``) of a scheduled run, e.g. 26 h.
+    window: timedelta | None = None
+    #: BRAIN_* settings the deployment sets (the chart's ``env:``).
+    env: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    def cutoff(self, start: datetime) -> datetime:
+        return start if self.schedule is None else self.schedule.last_at_or_before(start)
+
+    def covers(self, session: Session) -> bool:
+        """Did some scheduled run's window see this (ended) session?"""
+        if self.schedule is None or self.window is None:
+            return True
+        return self.schedule.first_after(session.end) - self.window <= session.end
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "agent": self.agent, "min_turns": self.min_turns,
+            "schedule": self.schedule.text if self.schedule else None,
+            "window_hours": self.window.total_seconds() / 3600 if self.window else None,
+            "env": dict(sorted(self.env.items())), "source": self.source,
+        }
+
+
+def ideal_profile() -> Profile:
+    return Profile("ideal", "all", 1, source="FEED-METRIC §1: C = T, min-turns 1, Claude Code + Codex")
+
+
+def default_helm_values() -> Path | None:
+    """helm/brain-ops/values.yaml of the repository checkout this package runs from."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "helm" / "brain-ops" / "values.yaml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+_RELATIVE = re.compile(r"(\d+)\s*([mhdw])")
+_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+#: Chart env entries that must never reach a product command (secrets, wiring of the pod).
+_CHART_ENV_SKIP = ("BRAIN_LLM_API_KEY", "BRAIN_REDIS_URL", "BRAIN_VAULT", "BRAIN_SOURCE_PATH", "BRAIN_NOW")
+
+
+def _flag(args: Sequence[str], name: str) -> str | None:
+    value = None
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            value = args[index + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def production_profile(values_path: Path, *, codex_available: bool) -> Profile:
+    """What the shipped Helm chart does, read from its values file at run time."""
+    import yaml
+
+    from brain.settings import Settings
+
+    try:
+        values = yaml.safe_load(values_path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ReplayError(f"cannot read the chart values {values_path}: {exc}") from None
+    extract = values.get("extract") or {}
+    if not isinstance(extract, dict):
+        raise ReplayError(f"{values_path}: `extract` is not a mapping")
+    if extract.get("enabled") is False:
+        raise ReplayError(f"{values_path}: the chart's extraction is disabled; production sees no sessions")
+    zone = str(extract.get("timeZone") or "Etc/UTC")
+    if zone not in ("UTC", "Etc/UTC", "GMT", "Etc/GMT"):
+        raise ReplayError(f"{values_path}: extract.timeZone {zone!r}: only UTC schedules are replayed")
+    schedule = Schedule.parse(str(extract.get("schedule") or "7 4 * * *"))
+    extra = [str(a) for a in (extract.get("extraArgs") or [])]
+    chart_env = values.get("env") or {}
+    env = {str(k): str(v) for k, v in chart_env.items()
+           if str(k).startswith("BRAIN_") and str(k) not in _CHART_ENV_SKIP} if isinstance(chart_env, dict) else {}
+    agent = str(_flag(extra, "--agent") or extract.get("agent") or "claude-code")
+    codex_on = bool(extract.get("codexDir")) and codex_available
+    if agent == "all":
+        agent = "all" if codex_on else "claude-code"
+    elif agent == "codex" and not codex_on:
+        raise ReplayError(f"{values_path}: the chart extracts Codex only but has no codexDir (or no --codex-dir)")
+    min_turns_text = _flag(extra, "--min-turns") or env.get("BRAIN_MIN_TURNS")
+    min_turns = int(min_turns_text) if min_turns_text and min_turns_text.isdigit() else Settings().min_turns
+    since = str(_flag(extra, "--since") or extract.get("since") or env.get("BRAIN_SINCE") or "26h")
+    match = _RELATIVE.fullmatch(since.strip())
+    if not match:
+        raise ReplayError(f"{values_path}: extraction window {since!r} is not relative (like 26h)")
+    window = timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+    return Profile("production", agent, min_turns, schedule, window, env,
+                   source=f"{values_path.name}: extract {schedule.text!r} --since {since} --agent {agent} "
+                          f"--min-turns {min_turns}")
+
+
+# --- targets -------------------------------------------------------------------------------------
+
+
+def select_targets(
+    universe: Sequence[Session], *, warmup: int, excluded: Iterable[str] = (), min_turns: int = 0,
+) -> list[Session]:
+    """Sessions after the first ``warmup`` with at least one session ended before they started."""
+    skip = set(excluded)
+    chosen = []
+    for index, session in enumerate(universe):
+        if index < warmup or session.id in skip or session.user_turns < min_turns:
+            continue
+        if any(other.end < session.start for other in universe if other.id != session.id):
+            chosen.append(session)
+    return chosen
+
+
+# --- building the vault ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetRun:
+    """What one target was given: the sessions Brain had (the filtered bundle) and Brain's feed."""
+
+    session: Session
+    cutoff: datetime
+    history: tuple[Session, ...]
+    feed: str
+
+
+@dataclass(frozen=True)
+class LogSources:
+    projects_dir: Path | None
+    codex_dir: Path | None
+
+    def extract_args(self, agent: str) -> list[str]:
+        args: list[str] = []
+        if self.projects_dir is not None:
+            args += ["--projects-dir", str(self.projects_dir)]
+        if self.codex_dir is not None:
+            args += ["--codex-dir", str(self.codex_dir)]
+        return [*args, "--agent", agent]
+
+    def agent(self) -> str:
+        if self.projects_dir is not None and self.codex_dir is not None:
+            return "all"
+        return "codex" if self.codex_dir is not None else "claude-code"
+
+
+def read_universe(run: BrainRunner, sources: LogSources) -> list[Session]:
+    """Every session with a human turn, as ``brain extract --min-turns 1`` lists them."""
+    out = run(["extract", *sources.extract_args(sources.agent()), "--since", EPOCH, "--until", FAR_FUTURE,
+               "--now", FAR_FUTURE, "--min-turns", "1"])
+    return ordered(Session.from_entry(e) for e in _bundle(out)["sessions"])
+
+
+def _bundle(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ReplayError(f"`brain extract` printed no JSON bundle: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
+        raise ReplayError("`brain extract` printed a bundle without sessions")
+    return data
+
+
+@dataclass
+class VaultBuilder:
+    """One vault and the product commands that feed it, in the order a deployment runs them."""
+
+    run: BrainRunner
+    sources: LogSources
+    profile: Profile
+    root: Path
+    clock: datetime | None = None  # the vault's latest "now": time never runs backwards
+    extracted_until: datetime | None = None
+    history: dict[str, Session] = field(default_factory=dict)
+    dirty: bool = False
+
+    def __post_init__(self) -> None:
+        self.run(["init", "--vault", str(self.root)])
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(self.profile.env)
+
+    def extract(self, cutoff: datetime, universe: Sequence[Session]) -> None:
+        """``brain extract --until C``, sessions still running at C dropped, into ``brain cluster``."""
+        if self.extracted_until is not None:
+            new = [s for s in universe if self.extracted_until <= s.end < cutoff]
+            if cutoff <= self.extracted_until or not new:
+                return
+        at = format_instant(cutoff)
+        text = self.run(["extract", *self.sources.extract_args(self.profile.agent), "--since", EPOCH,
+                         "--until", at, "--now", at, "--min-turns", str(self.profile.min_turns)],
+                        extra_env=self.env)
+        bundle = _bundle(text)
+        kept = []
+        for entry in bundle["sessions"]:
+            session = Session.from_entry(entry)
+            if session.end < cutoff and self.profile.covers(session):  # the leak rule
+                kept.append(entry)
+                self.history[session.id] = session
+        self.extracted_until = cutoff
+        if not kept:
+            return
+        bundle["sessions"] = kept
+        out_dir = self.root / "clusters" / cutoff.strftime("%Y-%m-%d")
+        self.run(["cluster", "--now", at, "--vault", str(self.root), "--out-dir", str(out_dir)],
+                 stdin=json.dumps(bundle), extra_env=self.env)
+        self.clock = max(self.clock or cutoff, cutoff)
+        self.dirty = True
+
+    def tick(self, at: datetime) -> None:
+        if self.clock is not None and (at < self.clock or (at == self.clock and not self.dirty)):
+            return
+        self.run(["tick", "--vault", str(self.root), "--no-ai", "--now", format_instant(at)], extra_env=self.env)
+        self.clock = at
+        self.dirty = False
+
+    def feed(self, session: Session, at: datetime) -> str:
+        hook_input = {"session_id": session.id, "cwd": session.cwd, "source": "startup",
+                      "hook_event_name": "SessionStart"}
+        env = {**self.env, "BRAIN_NOW": format_instant(at)}
+        return self.run(["hook", "session-start", "--brain-feed", str(self.root / "brain-feed"), "--format", "text"],
+                        stdin=json.dumps(hook_input), extra_env=env)
+
+    def snapshot(self) -> tuple[Session, ...]:
+        return tuple(ordered(self.history.values()))
+
+
+def replay(
+    run: BrainRunner, sources: LogSources, profile: Profile, universe: Sequence[Session],
+    targets: Sequence[Session], *, mode: str, work: Path, progress: Callable[[int, int], None] | None = None,
+) -> list[TargetRun]:
+    """The feed each target would have received (FEED-METRIC §1, step 3)."""
+    runs: list[TargetRun] = []
+    builder: VaultBuilder | None = None
+    for index, target in enumerate(targets):
+        start = target.start
+        cutoff = profile.cutoff(start)
+        if mode == "fresh" or builder is None:
+            builder = VaultBuilder(run, sources, profile, work / (f"vault-{index:04d}" if mode == "fresh" else "vault"))
+        if mode == "fresh":
+            builder.extract(cutoff, universe)
+            builder.tick(start)
+        else:
+            events: list[tuple[datetime, int]] = [(cutoff, 0), (start - TICK_BEFORE, 1), (start, 1)]
+            for at, what in sorted(events):
+                if what == 0:
+                    builder.extract(cutoff, universe)
+                else:
+                    builder.tick(at)
+        feed = builder.feed(target, start)
+        runs.append(TargetRun(target, cutoff, builder.snapshot(), feed))
+        if progress is not None:
+            progress(index + 1, len(targets))
+    return runs
