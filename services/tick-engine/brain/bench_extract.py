@@ -10,7 +10,12 @@ work alone. Every figure is printed next to the machine's own baseline:
 - memory: peak RSS on the whole corpus, on one copy of it, and on a single session file as
   large as a fifth of the corpus (streaming means the three stay close);
 - old files: a pass over a corpus whose files are all older than ``--since`` against
-  listing and stat-ing the same files.
+  listing and stat-ing the same files;
+- per reader: each registered format alone (``--agent``) on a corpus of its own format of
+  ``--reader-mb`` megabytes: MB/s, sessions/s and peak RSS. Claude Code, Codex and Gemini CLI
+  corpora repeat the real fixtures (Gemini both as legacy ``.json`` and as ``.jsonl`` chat
+  logs); OpenCode has no real fixture, so its corpus is the Claude Code fixtures converted
+  to OpenCode messages and parts, written both as ``opencode.db`` and as the JSON tree.
 
 Usage: ``python -m brain.bench_extract --mb 500`` (``make bench`` calls :func:`run`).
 """
@@ -43,9 +48,11 @@ if mode == "extract":
     from brain.core.timeutil import require_instant
     from brain.pipeline.extract import extract
     from brain.settings import Settings
-    s = Settings(projects_dir=root / "projects", codex_dir=root / "codex")
+    s = Settings(projects_dir=root / "projects", codex_dir=root / "codex", gemini_dir=root / "gemini",
+                 opencode_dir=root / "opencode")
+    agent = sys.argv[5] if len(sys.argv) > 5 else "all"
     t = time.perf_counter()
-    bundle = extract(s, require_instant(sys.argv[3]), since=sys.argv[4], min_turns=0)
+    bundle = extract(s, require_instant(sys.argv[3]), since=sys.argv[4], min_turns=0, agent=agent)
     out = {"seconds": time.perf_counter() - t, "sessions": len(bundle.sessions), "stats": bundle.stats}
 elif mode in ("read", "json"):
     t = time.perf_counter(); size = 0
@@ -90,9 +97,14 @@ def _renamed(data: bytes, copy: int) -> bytes:
     return _UUID.sub(lambda m: m.group(0)[:24] + tail, data)
 
 
-def generate_corpus(root: Path, fixtures: Path, megabytes: float, *, mtime: float | None = None) -> int:
+def generate_corpus(root: Path, fixtures: Path, megabytes: float, *, mtime: float | None = None,
+                    only: str | None = None) -> int:
     """Write about ``megabytes`` of transcripts under ``root/projects`` and ``root/codex``; bytes written."""
     claude, codex = _templates(fixtures)
+    if only == "claude":
+        codex = []
+    elif only == "codex":
+        claude = []
     target = int(megabytes * 1_000_000)
     written = copy = 0
     while written < target:
@@ -139,6 +151,177 @@ def generate_big_session(root: Path, fixtures: Path, megabytes: float) -> int:
     return written
 
 
+def _gemini_templates(fixtures: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_bytes()) for p in sorted((fixtures / "gemini-cli" / "tmp").glob("*/chats/session-*.json"))]
+
+
+def generate_gemini(root: Path, fixtures: Path, megabytes: float, *, jsonl: bool) -> int:
+    """Gemini CLI project folders under ``root/gemini``: the fixture chats under new ids (legacy or .jsonl)."""
+    templates = [json.dumps(t).encode() for t in _gemini_templates(fixtures)]
+    written = copy = 0
+    while written < megabytes * 1_000_000:
+        copy += 1
+        for index, raw in enumerate(templates):
+            data = json.loads(_renamed(raw, copy * 10 + index))
+            folder = root / "gemini" / f"{copy:08x}{index:056x}" / "chats"
+            folder.mkdir(parents=True, exist_ok=True)
+            name = f"session-2026-05-01T10-00-{data['sessionId'][:8]}"
+            if jsonl:
+                meta = {k: v for k, v in data.items() if k != "messages"}
+                body = b"".join(json.dumps(r).encode() + b"\n" for r in [meta, *data["messages"]])
+                path = folder / f"{name}.jsonl"
+            else:
+                body = json.dumps(data, indent=2).encode()
+                path = folder / f"{name}.json"
+            path.write_bytes(body)
+            written += len(body)
+    return written
+
+
+def _opencode_templates(fixtures: Path) -> list[list[tuple[dict[str, Any], list[dict[str, Any]]]]]:
+    """The Claude Code fixture transcripts as OpenCode (message info, parts) lists."""
+    found = []
+    for path in sorted((fixtures / "claude-code").glob("*/*.jsonl")):
+        if path.name.startswith("agent-"):
+            continue
+        records = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+        results: dict[str, tuple[str, bool]] = {}
+        for record in records:
+            content = (record.get("message") or {}).get("content") if record.get("type") == "user" else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    body = block.get("content")
+                    text = body if isinstance(body, str) else json.dumps(body)
+                    results[str(block.get("tool_use_id"))] = (text, block.get("is_error") is True)
+        messages: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        answers: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            message = record.get("message")
+            if record.get("type") not in ("user", "assistant") or not isinstance(message, dict):
+                continue
+            at = int(datetime.fromisoformat(str(record.get("timestamp", NOW)).replace("Z", "+00:00")).timestamp() * 1000)
+            content = message.get("content")
+            if record["type"] == "user":
+                text = content if isinstance(content, str) else "\n".join(
+                    b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+                if text:
+                    messages.append(({"role": "user", "time": {"created": at}, "agent": "build"},
+                                     [{"type": "text", "text": text}]))
+                continue
+            mid = str(message.get("id") or record.get("uuid"))
+            if mid not in answers:
+                answers[mid] = []
+                messages.append(({"role": "assistant", "time": {"created": at, "completed": at + 1000},
+                                  "path": {"cwd": record.get("cwd", "/"), "root": "/"}, "modelID": "m",
+                                  "providerID": "p"}, answers[mid]))
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text":
+                    answers[mid].append({"type": "text", "text": block.get("text", "")})
+                elif block.get("type") == "thinking":
+                    answers[mid].append({"type": "reasoning", "text": block.get("thinking", "")})
+                elif block.get("type") == "tool_use":
+                    output, failed = results.get(str(block.get("id")), ("", False))
+                    answers[mid].append({"type": "tool", "callID": block.get("id"), "tool": str(block.get("name")).lower(),
+                                         "state": {"status": "error" if failed else "completed",
+                                                   "input": block.get("input"), "output": output}})
+        if messages:
+            found.append(messages)
+    return found
+
+
+def generate_opencode(root: Path, fixtures: Path, megabytes: float, *, database: bool) -> int:
+    """OpenCode sessions under ``root/opencode``: ``opencode.db`` or the ``storage/`` JSON tree."""
+    import sqlite3
+
+    templates = _opencode_templates(fixtures)
+    target = root / "opencode"
+    target.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(target / "opencode.db") if database else None
+    if db is not None:
+        db.executescript(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT, slug TEXT, directory TEXT,"
+            " title TEXT, version TEXT, time_created INTEGER, time_updated INTEGER);"
+            "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, time_updated INTEGER,"
+            " data TEXT);"
+            "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER,"
+            " time_updated INTEGER, data TEXT);"
+            "CREATE INDEX message_session ON message (session_id, time_created, id);"
+            "CREATE INDEX part_session ON part (session_id);")
+    written = copy = 0
+    while written < megabytes * 1_000_000:
+        copy += 1
+        for index, messages in enumerate(templates):
+            sid = f"ses_{copy:08d}{index:04d}"
+            times = [m["time"]["created"] for m, _parts in messages]
+            cwd = next((m["path"]["cwd"] for m, _parts in messages if "path" in m), "/")
+            info = {"id": sid, "projectID": "global", "directory": cwd, "slug": "s", "title": "t", "version": "1.1",
+                    "time": {"created": min(times), "updated": max(times)}}
+            rows: list[tuple[str, dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
+            for number, (message, parts) in enumerate(messages):
+                mid = f"msg_{sid[4:]}{number:05d}"
+                rows.append((mid, message, [(f"prt_{mid[4:]}{k:04d}", part) for k, part in enumerate(parts)]))
+            if db is not None:
+                db.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?)", (sid, "global", None, "s", cwd, "t", "1.1",
+                           info["time"]["created"], info["time"]["updated"]))
+                for mid, message, parts in rows:
+                    body = json.dumps(message)
+                    db.execute("INSERT INTO message VALUES (?,?,?,?,?)", (mid, sid, message["time"]["created"],
+                               message["time"]["created"], body))
+                    written += len(body)
+                    for pid, part in parts:
+                        body = json.dumps(part)
+                        db.execute("INSERT INTO part VALUES (?,?,?,?,?,?)", (pid, mid, sid, 0, 0, body))
+                        written += len(body)
+                continue
+            storage = target / "storage"
+            files = [(storage / "session" / "global" / f"{sid}.json", info)]
+            for mid, message, parts in rows:
+                files.append((storage / "message" / sid / f"{mid}.json", {"id": mid, "sessionID": sid, **message}))
+                files.extend((storage / "part" / mid / f"{pid}.json", {"id": pid, "messageID": mid, **part})
+                             for pid, part in parts)
+            for path, value in files:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                body = json.dumps(value).encode()
+                path.write_bytes(body)
+                written += len(body)
+    if db is not None:
+        db.commit()
+        db.close()
+    return written
+
+
+READER_CORPORA: dict[str, tuple[str, Any]] = {
+    "claude-code": ("claude-code", lambda root, fx, mb: generate_corpus(root, fx, mb, only="claude")),
+    "codex": ("codex", lambda root, fx, mb: generate_corpus(root, fx, mb, only="codex")),
+    "gemini-cli (.json)": ("gemini-cli", lambda root, fx, mb: generate_gemini(root, fx, mb, jsonl=False)),
+    "gemini-cli (.jsonl)": ("gemini-cli", lambda root, fx, mb: generate_gemini(root, fx, mb, jsonl=True)),
+    "opencode (opencode.db)": ("opencode", lambda root, fx, mb: generate_opencode(root, fx, mb, database=True)),
+    "opencode (JSON tree)": ("opencode", lambda root, fx, mb: generate_opencode(root, fx, mb, database=False)),
+}
+
+
+def bench_readers(base: Path, fixtures: Path, megabytes: float) -> tuple[dict[str, Any], list[str]]:
+    """Each reader alone on a corpus of its own format: MB/s, sessions/s, peak RSS."""
+    figures: dict[str, Any] = {}
+    lines = []
+    for index, (label, (agent, generate)) in enumerate(READER_CORPORA.items()):
+        root = base / f"reader-{index}"
+        shutil.rmtree(root, ignore_errors=True)
+        size = generate(root, fixtures, megabytes)
+        result = _child("extract", root, NOW, "4000d", agent)
+        seconds = result["seconds"]
+        figures[label] = {"mb": round(size / 1e6, 1), "sessions": result["sessions"], "seconds": round(seconds, 2),
+                          "mb_s": round(size / 1e6 / seconds, 1), "sessions_s": round(result["sessions"] / seconds),
+                          "peak_rss_mb": round(result["peak_rss_mb"], 1)}
+        f = figures[label]
+        lines.append(f"extract --agent {label}: {f['mb']} MB, {f['sessions']} sessions in {f['seconds']} s: "
+                     f"{f['mb_s']} MB/s, {f['sessions_s']} sessions/s, peak RSS {f['peak_rss_mb']} MB")
+        shutil.rmtree(root, ignore_errors=True)
+    return figures, lines
+
+
 def generate_old_files(root: Path, count: int, mtime: float) -> None:
     line = (b'{"type":"user","uuid":"00000000-0000-4000-8000-000000000000","sessionId":"x",'
             b'"timestamp":"2020-01-01T00:00:00.000Z","message":{"role":"user","content":"old"}}\n')
@@ -151,7 +334,7 @@ def generate_old_files(root: Path, count: int, mtime: float) -> None:
 
 
 def run(megabytes: float = 500, old_files: int = 20_000, fixtures: Path | None = None,
-        work: Path | None = None) -> dict[str, Any]:
+        work: Path | None = None, reader_mb: float = 50) -> dict[str, Any]:
     """Measure extraction; returns the figures and the ``lines`` ``make bench`` prints."""
     fixtures = fixtures or DEFAULT_FIXTURES
     if not (fixtures / "claude-code").is_dir():
@@ -207,6 +390,9 @@ def run(megabytes: float = 500, old_files: int = 20_000, fixtures: Path | None =
             f"(baseline: listing and stat-ing them {figures['old_stat_floor_s']} s); "
             f"files opened: {figures['old_files_opened']}",
         ]
+        if reader_mb > 0:
+            figures["readers"], reader_lines = bench_readers(base, fixtures, reader_mb)
+            lines.extend(reader_lines)
         return {**figures, "lines": lines}
     finally:
         if own:
@@ -219,9 +405,10 @@ def main() -> None:
     parser.add_argument("--old-files", type=int, default=20_000, help="files in the old-mtime corpus")
     parser.add_argument("--fixtures", type=Path, default=None, help="the shared session fixtures folder")
     parser.add_argument("--keep", type=Path, default=None, help="generate into this folder and keep it")
+    parser.add_argument("--reader-mb", type=float, default=50, help="corpus size per reader in MB (0: skip)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    result = run(args.mb, args.old_files, args.fixtures, args.keep)
+    result = run(args.mb, args.old_files, args.fixtures, args.keep, args.reader_mb)
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "lines"}, indent=2))
     else:
