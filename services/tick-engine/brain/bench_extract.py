@@ -256,36 +256,36 @@ def generate_opencode(root: Path, fixtures: Path, megabytes: float, *, database:
             sid = f"ses_{copy:08d}{index:04d}"
             times = [m["time"]["created"] for m, _parts in messages]
             cwd = next((m["path"]["cwd"] for m, _parts in messages if "path" in m), "/")
-            info = {"id": sid, "projectID": "global", "directory": cwd, "slug": "s", "title": "t", "version": "1.1",
+            info: dict[str, Any] = {"id": sid, "projectID": "global", "directory": cwd, "slug": "s", "title": "t", "version": "1.1",
                     "time": {"created": min(times), "updated": max(times)}}
             rows: list[tuple[str, dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
-            for number, (message, parts) in enumerate(messages):
+            for number, (template, template_parts) in enumerate(messages):
                 mid = f"msg_{sid[4:]}{number:05d}"
-                rows.append((mid, message, [(f"prt_{mid[4:]}{k:04d}", part) for k, part in enumerate(parts)]))
+                rows.append((mid, template, [(f"prt_{mid[4:]}{k:04d}", p) for k, p in enumerate(template_parts)]))
             if db is not None:
                 db.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?)", (sid, "global", None, "s", cwd, "t", "1.1",
                            info["time"]["created"], info["time"]["updated"]))
-                for mid, message, parts in rows:
+                for mid, message, numbered in rows:
                     body = json.dumps(message)
                     db.execute("INSERT INTO message VALUES (?,?,?,?,?)", (mid, sid, message["time"]["created"],
                                message["time"]["created"], body))
                     written += len(body)
-                    for pid, part in parts:
+                    for pid, part in numbered:
                         body = json.dumps(part)
                         db.execute("INSERT INTO part VALUES (?,?,?,?,?,?)", (pid, mid, sid, 0, 0, body))
                         written += len(body)
                 continue
             storage = target / "storage"
-            files = [(storage / "session" / "global" / f"{sid}.json", info)]
-            for mid, message, parts in rows:
+            files: list[tuple[Path, dict[str, Any]]] = [(storage / "session" / "global" / f"{sid}.json", info)]
+            for mid, message, numbered in rows:
                 files.append((storage / "message" / sid / f"{mid}.json", {"id": mid, "sessionID": sid, **message}))
                 files.extend((storage / "part" / mid / f"{pid}.json", {"id": pid, "messageID": mid, **part})
-                             for pid, part in parts)
+                             for pid, part in numbered)
             for path, value in files:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                body = json.dumps(value).encode()
-                path.write_bytes(body)
-                written += len(body)
+                encoded = json.dumps(value).encode()
+                path.write_bytes(encoded)
+                written += len(encoded)
     if db is not None:
         db.commit()
         db.close()
