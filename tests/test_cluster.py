@@ -121,16 +121,19 @@ def test_new_arc_file_matches_the_formula(vault: Path) -> None:
     path = vault / created["path"]
     assert path.name == f"{created['cluster_id']}.md" and path.parent == vault / "clusters" / "2026-11-21"
     meta, body = arcs_in(vault)[created["cluster_id"]]
+    # The work keys of the C1/C2 contract (CLUSTERS.md) follow the original layout.
     assert list(meta) == ["cluster_id", "title", "region", "status", "heat", "created", "last_active", "project",
-                          "agents", "source_sessions", "activity", "synthesized"]
+                          "cwd", "branch", "agents", "source_sessions", "activity", "synthesized", "files", "commands",
+                          "open_errors", "identifiers", "last_prompt"]
+    assert meta["cwd"] == "/work/demo-app" and meta["branch"] == "main" and meta["last_prompt"] == "thanks, that works"
     assert meta["created"] == iso(T0) and meta["last_active"] == iso(T0 + timedelta(hours=1, minutes=30))
     assert meta["source_sessions"] == ["s-1", "s-2"] and meta["agents"] == ["claude-code"]
     assert meta["activity"] == {"sessions": 2, "user_turns": 6, "tool_calls": 20, "errors": 0, "joy": 2,
                                 "compactions": 0}
     assert meta["synthesized"] is False and meta["status"] == "active" and 0 <= meta["heat"] <= 10
     headings = [line for line in body.splitlines() if line.startswith("#")]
-    assert headings == ["# Fix the login redirect loop", "## Ignition", "## Timeline", "## Lessons", "## Resolution",
-                        "## Edges", "## Source sessions"]
+    assert headings == ["# Fix the login redirect loop", "## Ignition", "## Timeline", "## Work", "## Lessons",
+                        "## Resolution", "## Edges", "## Source sessions"]
     assert "> Fix the login redirect loop" in body
     assert body.count("<!-- brain:session") == 2
 

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 import brain.io.sessions as sessions_io
 from brain.cli import app
 from brain.core.clustering import Session
+from brain.io.sessions import incremental as incremental_io
 from brain.pipeline.extract import Bundle, extract
 from brain.settings import Settings
 
@@ -367,6 +368,7 @@ def test_old_files_are_never_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         return real_open(file, *args, **kwargs)
 
     monkeypatch.setattr(sessions_io, "open", spy, raising=False)
+    monkeypatch.setattr(incremental_io, "open", spy, raising=False)  # the numbered reader
     bundle = run(folder.parent, tmp_path / "codex", since="26h")
     assert [s.session_id for s in bundle.sessions] == [new.stem]
     assert str(old) not in opened and str(old_rollout) not in opened

@@ -81,7 +81,7 @@ class Settings:
         Path("~/.local/share/opencode"), "OpenCode data folder (`opencode.db` and the older `storage/` tree).", group="extract"
     )
     since: str = _opt("26h", "Extraction window start: relative (`26h`, `7d`) or ISO-8601.", group="extract")
-    min_turns: int = _opt(5, "Sessions with fewer human turns are left out of the bundle.", group="extract")
+    min_turns: int = _opt(1, "Sessions with fewer human turns are left out of the bundle (1 keeps every session a human typed in).", group="extract")
     cluster_gap_minutes: int = _opt(120, "Sessions of one project at most this far apart share an arc.", group="extract")
     cluster_max_span_hours: int = _opt(72, "An arc built in one clustering run spans at most this many hours.", group="extract")
 

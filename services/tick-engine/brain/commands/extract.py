@@ -65,26 +65,38 @@ def extract(
     until: str = typer.Option(None, "--until", help="Window end: ISO-8601 or relative like 2h (default: now)."),
     project: str = typer.Option(None, "--project", help="Only sessions whose project or cwd contains this."),
     min_turns: int = typer.Option(None, "--min-turns", help="Leave out sessions with fewer human turns "
-                                  "(env BRAIN_MIN_TURNS; default 5)."),
+                                  "(env BRAIN_MIN_TURNS; default 1)."),
+    vault: Path = typer.Option(None, "--vault", help="Incremental: keep a cursor in V/.brain/extract-cursor.json and "
+                               "read only the logs changed since the last run that `brain cluster` committed."),
+    cursor: Path = typer.Option(None, "--cursor", help="Incremental with the cursor in this file instead."),
     now: str = NowOpt,
 ) -> None:
     """Read Claude Code, Codex, Gemini CLI and OpenCode session logs; print the session bundle JSON on stdout.
 
-    Files modified before the window are never opened; every text field is redacted.
+    Files modified before the window are never opened; every text field is redacted. With --until T
+    nothing stamped after T gets through (a session running at T is cut at T). With --vault or
+    --cursor only logs changed since the last committed run are read; `brain cluster` commits the
+    cursor once the arcs are written, so a failed run loses nothing.
 
-    Example: brain extract --since 26h | brain cluster --out-dir ~/vault/clusters/$(date -u +%F) --vault ~/vault
+    Example: brain extract --vault ~/vault | brain cluster --out-dir ~/vault/clusters/$(date -u +%F) --vault ~/vault
     """
 
     def body() -> int:
-        from brain.pipeline.extract import ExtractError
+        from brain.pipeline.extract import ExtractError, vault_cursor
         from brain.pipeline.extract import extract as run_extract
+
+        if vault is not None and cursor is not None:
+            raise UsageError("bad extract request", "use --vault or --cursor, not both")
+        if vault is not None and not (vault / ".brain").is_dir():
+            raise UsageError("not a vault", "no .brain folder; run `brain init` first", path=vault)
+        where = vault_cursor(vault) if vault is not None else cursor
 
         s = settings_from(projects_dir=projects_dir, codex_dir=codex_dir, gemini_dir=gemini_dir,
                           opencode_dir=opencode_dir, since=since, min_turns=min_turns, now=now)
         instant = resolve_now(s)
         bar = _ProgressBar() if sys.stderr.isatty() else None
         try:
-            bundle = run_extract(s, instant, agent=agent, until=until, project=project, progress=bar)
+            bundle = run_extract(s, instant, agent=agent, until=until, project=project, progress=bar, cursor=where)
         except ExtractError as exc:
             raise UsageError("bad extract request", str(exc)) from None
         finally:
@@ -94,7 +106,9 @@ def extract(
             log(f"warning: {warning}")
         st = bundle.stats
         log(f"extract: {st['sessions']} sessions ({st['sessions_found']} found) from {st['files_read']} files "
-            f"read, {st['files_skipped_by_mtime']} skipped by mtime, {st['damaged_lines']} damaged lines skipped")
+            f"read, {st['files_skipped_by_mtime']} skipped by mtime"
+            + (f", {st.get('files_unchanged_since_cursor', 0)} unchanged since the cursor" if where else "")
+            + f", {st['damaged_lines']} damaged lines skipped")
         sys.stdout.write(bundle.dumps())
         return 0
 
@@ -120,6 +134,18 @@ def _load_bundle(bundle: str | None) -> Any:
         raise UsageError("the bundle is not JSON", str(exc)[:200], path=where) from None
 
 
+def _commit_cursor(data: Any, dry_run: bool) -> None:
+    """The arcs are written: promote the extraction's pending cursor (see io.sessions.incremental)."""
+    mark = data.get("cursor") if isinstance(data, dict) else None
+    if dry_run or not isinstance(mark, dict):
+        return
+    from brain.io.sessions.incremental import commit
+
+    file, token = mark.get("file"), mark.get("token")
+    if isinstance(file, str) and isinstance(token, str) and file and token and commit(Path(file), token):
+        log(f"cluster: extraction cursor committed ({file})")
+
+
 def cluster(
     out_dir: Path = typer.Option(..., "--out-dir", help="Folder for new arcs, normally V/clusters/<YYYY-MM-DD>."),
     vault: Path = VaultOpt,
@@ -135,7 +161,7 @@ def cluster(
     """
 
     def body() -> int:
-        from brain.core.clustering import BundleError
+        from brain.core.session import BundleError
         from brain.pipeline.cluster import ClusterError, run_cluster, summary_line
 
         s = settings_from(vault=vault, now=now)
@@ -148,6 +174,7 @@ def cluster(
         except (BundleError, ClusterError) as exc:
             raise UsageError("cannot cluster", str(exc)) from None
         log(summary_line(report))
+        _commit_cursor(data, dry_run)
         for problem in report.problems[:20]:
             where = f"{problem.path}:{problem.line}" if problem.line else problem.path
             log(f"  problem: {where}: {problem.message}")

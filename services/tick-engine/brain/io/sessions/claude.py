@@ -38,26 +38,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brain.core.session import MAX_PROMPTS, Session
+from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
     FileCounters,
     Progress,
     PromptTrack,
     ReadStats,
-    Session,
+    SessionReader,
     TimeRange,
     clean_prompt,
-    SessionReader,
     from_key,
     most_common,
     one_line,
     project_name,
-    read_file,
+    register,
     relative_file,
     time_key,
-    register,
     top_tools,
 )
+from brain.io.sessions.incremental import Cursor, read_numbered
 
 AGENT = "claude-code"
 
@@ -113,6 +114,23 @@ def is_harness(text: str) -> bool:
     return stripped.startswith(HARNESS_PREFIXES) or stripped == "Warmup"
 
 
+_READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
+_SHELL_TOOLS = ("Bash", "BashOutput")
+_TODO_STATUSES = ("pending", "in_progress", "completed")
+
+
+def _result_text(content: Any) -> str:
+    """The text of a ``tool_result`` block (a string or a list of text blocks)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content[:20]:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+    return "\n".join(parts)
+
+
 @dataclass
 class _Figures:
     """Tool activity shared by main transcripts and subagent transcripts."""
@@ -122,19 +140,45 @@ class _Figures:
     errors: int = 0
     files: dict[str, None] = field(default_factory=dict)
 
-    def tool_use(self, block: dict[str, Any], cwd: str) -> None:
+    def tool_use(self, block: dict[str, Any], cwd: str, work: WorkLog, line: int) -> None:
         name = block.get("name")
         self.tool_calls += 1
-        if isinstance(name, str) and name:
-            self.tools[name] += 1
-            key = _EDIT_TOOLS.get(name)
-            data = block.get("input")
-            if key and isinstance(data, dict) and len(self.files) < MAX_FILES:
-                path = data.get(key)
-                if isinstance(path, str) and path:
+        if not isinstance(name, str) or not name:
+            return
+        self.tools[name] += 1
+        data = block.get("input")
+        if not isinstance(data, dict):
+            return
+        raw_id = block.get("id")
+        call_id = raw_id if isinstance(raw_id, str) else ""
+        work.cwd = cwd
+        key = _EDIT_TOOLS.get(name)
+        if key:
+            path = data.get(key)
+            if isinstance(path, str) and path:
+                if len(self.files) < MAX_FILES:
                     self.files.setdefault(relative_file(path, cwd), None)
+                old, new = _edit_strings(name, data)
+                work.file_edited(path, line, old, new)
+                work.tool(call_id, line, name, path)
+            return
+        key = _READ_TOOLS.get(name)
+        if key:
+            path = data.get(key)
+            if isinstance(path, str) and path:
+                work.file_read(path)
+                work.tool(call_id, line, name, path)
+            return
+        if name in _SHELL_TOOLS and isinstance(data.get("command"), str):
+            work.shell(call_id, line, data["command"])
+            return
+        if name == "TodoWrite" and isinstance(data.get("todos"), list):
+            items = [(t.get("status") if t.get("status") in _TODO_STATUSES else "pending", t.get("content"))
+                     for t in data["todos"][:40] if isinstance(t, dict) and isinstance(t.get("content"), str)]
+            work.todos([(str(status), one_line(text, 300)) for status, text in items])
+        work.tool(call_id, line, name)
 
-    def tool_results(self, content: Any) -> bool:
+    def tool_results(self, content: Any, work: WorkLog | None, line: int) -> bool:
         """Count errors among the tool results; True when the message holds any result."""
         if not isinstance(content, list):
             return False
@@ -142,9 +186,24 @@ class _Figures:
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 found = True
-                if block.get("is_error") is True:
+                failed = block.get("is_error") is True
+                if failed:
                     self.errors += 1
+                if work is not None and isinstance(block.get("tool_use_id"), str):
+                    work.result(block["tool_use_id"], line, failed, _result_text(block.get("content")) if failed else "")
         return found
+
+
+def _edit_strings(name: str, data: dict[str, Any]) -> tuple[str, str]:
+    """(old, new) text of an edit, for revert detection; empty for writes."""
+    if name == "Edit":
+        old, new = data.get("old_string"), data.get("new_string")
+        return (old, new) if isinstance(old, str) and isinstance(new, str) else ("", "")
+    if name == "MultiEdit" and isinstance(data.get("edits"), list):
+        pairs = [(e.get("old_string"), e.get("new_string")) for e in data["edits"] if isinstance(e, dict)]
+        if pairs and all(isinstance(o, str) and isinstance(n, str) for o, n in pairs):
+            return "\0".join(str(o) for o, _ in pairs), "\0".join(str(n) for _, n in pairs)
+    return "", ""
 
 
 @dataclass
@@ -152,20 +211,31 @@ class _MainSession:
     session_id: str
     figures: _Figures = field(default_factory=_Figures)
     cwds: Counter[str] = field(default_factory=Counter)
-    branches: Counter[str] = field(default_factory=Counter)
+    branch: str = ""
     times: TimeRange = field(default_factory=TimeRange)
     prompts: PromptTrack = field(default_factory=PromptTrack)
+    first_prompts: list[str] = field(default_factory=list)
     message_ids: set[int] = field(default_factory=set)
     conversation: int = 0
     boundaries: int = 0
     summaries: int = 0
     subagents: int = 0
     skipped_lines: int = 0
+    continued_from: str = ""  # the session whose records this file replays or links to (a resume)
     agent_refs: set[str] = field(default_factory=set)
     cwd: str = ""
+    last_text: str = ""
+    entrypoint: str = ""
+    first_type: str = ""
+    work: WorkLog = field(init=False)
 
-    def add(self, record: dict[str, Any]) -> None:
+    def __post_init__(self) -> None:
+        self.work = WorkLog(self.session_id[:8])
+
+    def add(self, record: dict[str, Any], line: int = 0) -> None:
         kind = record.get("type")
+        if not self.first_type and isinstance(kind, str):
+            self.first_type = f"{kind}:{record.get('operation', '')}"
         if kind == "progress":
             data = record.get("data")
             if isinstance(data, dict) and isinstance(data.get("agentId"), str):
@@ -180,7 +250,10 @@ class _MainSession:
             self.cwd = cwd
         branch = record.get("gitBranch")
         if isinstance(branch, str) and branch:
-            self.branches[branch] += 1
+            self.branch = branch  # where the session stopped, not where it started
+        entry = record.get("entrypoint")
+        if isinstance(entry, str) and entry and not self.entrypoint:
+            self.entrypoint = entry
         if kind == "system":
             if record.get("subtype") == "compact_boundary":
                 self.boundaries += 1
@@ -191,28 +264,33 @@ class _MainSession:
             return
         sidechain = record.get("isSidechain") is True
         if kind == "assistant":
-            self._assistant(record, message, sidechain)
+            self._assistant(record, message, sidechain, line)
         else:
-            self._user(record, message, sidechain)
+            self._user(record, message, sidechain, line)
 
-    def _assistant(self, record: dict[str, Any], message: dict[str, Any], sidechain: bool) -> None:
+    def _assistant(self, record: dict[str, Any], message: dict[str, Any], sidechain: bool, line: int) -> None:
         if record.get("isApiErrorMessage") is True:
             self.figures.errors += 1
             return
         content = message.get("content")
         if isinstance(content, list):
             for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_use":
-                    self.figures.tool_use(block, self.cwd)
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use":
+                    self.figures.tool_use(block, self.cwd, self.work, line)
+                elif (block.get("type") == "text" and not sidechain and isinstance(block.get("text"), str)
+                      and block["text"].strip()):
+                    self.last_text = block["text"][:4000]
         if sidechain or message.get("model") == "<synthetic>":
             return
         mid = message.get("id")
         key = hash(mid) if isinstance(mid, str) else hash(record.get("uuid"))
         self.message_ids.add(key)
 
-    def _user(self, record: dict[str, Any], message: dict[str, Any], sidechain: bool) -> None:
+    def _user(self, record: dict[str, Any], message: dict[str, Any], sidechain: bool, line: int) -> None:
         content = message.get("content")
-        has_results = self.figures.tool_results(content)
+        has_results = self.figures.tool_results(content, None if sidechain else self.work, line)
         result = record.get("toolUseResult")
         if isinstance(result, dict) and isinstance(result.get("agentId"), str):
             self.agent_refs.add(result["agentId"])
@@ -226,7 +304,12 @@ class _MainSession:
             return
         if text and is_harness(text):
             return
-        self.prompts.add(time_key(record.get("timestamp")), text or "[image]")
+        stamp = time_key(record.get("timestamp"))
+        self.prompts.add(stamp, text or "[image]")
+        if text:
+            self.work.prompt(line, text, stamp[:10] if stamp else "")
+            if len(self.first_prompts) < MAX_PROMPTS:
+                self.first_prompts.append(text[:2000])
 
     def fold(self, agent: _Subagent) -> None:
         self.figures.tool_calls += agent.figures.tool_calls
@@ -236,9 +319,20 @@ class _MainSession:
             if len(self.figures.files) >= MAX_FILES:
                 break
             self.figures.files.setdefault(path, None)
+        # What a subagent read or ran was read or run for this session.
+        self.work.read.update(agent.work.read)
+        self.work.edited.update(agent.work.edited)
+        self.work.commands.update(agent.work.commands)
         self.skipped_lines += agent.skipped_lines
         if not agent.warmup and not agent.compaction_helper:
             self.subagents += 1
+
+    @property
+    def headless(self) -> bool:
+        """A scripted run: an SDK entrypoint, or (older versions) one prompt taken from the queue."""
+        if self.entrypoint:
+            return self.entrypoint.startswith("sdk")
+        return self.first_type == "queue-operation:dequeue" and self.prompts.count <= 1
 
     def session(self) -> Session | None:
         if self.conversation == 0 or self.times.first is None or self.times.last is None:
@@ -246,12 +340,13 @@ class _MainSession:
         cwd = most_common(self.cwds)
         first = self.prompts.first[1] if self.prompts.first else ""
         last = self.prompts.last[1] if self.prompts.last else ""
+        work = self.work
         return Session(
             session_id=self.session_id,
             agent=AGENT,
             project=one_line(project_name(cwd)) if cwd else "unknown",
             cwd=one_line(cwd, 1000),
-            git_branch=one_line(most_common(self.branches), 200),
+            git_branch=one_line(self.branch, 200),
             start=from_key(self.times.first),
             end=from_key(self.times.last),
             user_turns=self.prompts.count,
@@ -266,6 +361,17 @@ class _MainSession:
             compactions=max(self.boundaries, self.summaries),
             subagents=self.subagents,
             skipped_lines=self.skipped_lines,
+            continues=self.continued_from,
+            files_edited=tuple((one_line(p, 500), n) for p, n in work.files_edited()),
+            files_read=tuple((one_line(p, 500), n) for p, n in work.files_read()),
+            commands=tuple((one_line(c, 120), n) for c, n in work.ranked_commands()),
+            failures=work.failures(),
+            identifiers=tuple(one_line(i, 120) for i in work.identifier_list()),
+            prompts=tuple(one_line(clean_prompt(p), 300) for p in self.first_prompts),
+            last_state=one_line(clean_prompt(self.last_text), 300),
+            todos=work.todo_list(),
+            lessons=work.lessons(),
+            headless=self.headless,
         )
 
 
@@ -277,8 +383,9 @@ class _Subagent:
     compaction_helper: bool = False
     skipped_lines: int = 0
     seen_user: bool = False
+    work: WorkLog = field(default_factory=lambda: WorkLog("agent"))
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: dict[str, Any], line: int = 0) -> None:
         if self.session_id is None and isinstance(record.get("sessionId"), str):
             self.session_id = record["sessionId"]
         kind = record.get("type")
@@ -293,9 +400,9 @@ class _Subagent:
             elif isinstance(content, list):
                 for block in content:
                     if isinstance(block, dict) and block.get("type") == "tool_use":
-                        self.figures.tool_use(block, str(cwd))
+                        self.figures.tool_use(block, str(cwd), self.work, line)
             return
-        self.figures.tool_results(content)
+        self.figures.tool_results(content, None, line)
         if not self.seen_user and record.get("isMeta") is not True:
             self.seen_user = True
             text, _ = prompt_text(content)
@@ -308,10 +415,11 @@ class _FolderPlan:
     mains: list[tuple[float, Path]]  # (mtime, path), oldest first
     flat_agents: list[tuple[float, Path]]
     since_ts: float | None
+    stats: dict[Path, os.stat_result] = field(default_factory=dict)
 
 
-def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats) -> list[_FolderPlan]:
-    """List and stat every transcript; decide which main sessions are read (mtime window)."""
+def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats, cursor: Cursor | None = None) -> list[_FolderPlan]:
+    """List and stat every transcript; decide which main sessions are read (mtime window, cursor)."""
     plans: list[_FolderPlan] = []
     try:
         folders = sorted(entry.path for entry in os.scandir(projects_dir) if entry.is_dir(follow_symlinks=False))
@@ -321,6 +429,7 @@ def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats) -> list[_
         folder = Path(folder_name)
         mains: list[tuple[float, Path]] = []
         agents: list[tuple[float, Path]] = []
+        infos: dict[Path, os.stat_result] = {}
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
@@ -345,25 +454,54 @@ def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats) -> list[_
             if since_ts is not None and info.st_mtime < since_ts:
                 stats.files_skipped_by_mtime += 1
                 continue
+            if cursor is not None and cursor.is_unchanged(Path(entry.path), info):
+                continue
             mains.append((info.st_mtime, Path(entry.path)))
+            infos[Path(entry.path)] = info
         if mains or agents:
             mains.sort(key=lambda item: (item[0], item[1].name))
-            plans.append(_FolderPlan(folder, mains, agents, since_ts))
+            plans.append(_FolderPlan(folder, mains, agents, since_ts, infos))
     return plans
 
 
-def _read(path: Path, sink: _MainSession | _Subagent, seen: set[int], stats: ReadStats) -> FileCounters:
-    def handle(record: dict[str, Any]) -> None:
+def _read(path: Path, sink: _MainSession | _Subagent, seen: dict[int, str], stats: ReadStats,
+          until: str | None) -> FileCounters:
+    """Stream one file into ``sink``; ``seen`` maps each uuid read in this folder to its session.
+
+    A resumed session (``--resume`` / ``--continue`` writes a new file) replays the records of
+    the one it continues, or links its first record to them by ``parentUuid``, or carries
+    their ``sessionId``: those records are counted once, in the older session, and the newer
+    one ``continues`` the session that owned the last such record (in a chain A, B, C, C
+    continues B).
+    """
+    main = sink if isinstance(sink, _MainSession) else None
+    owner_id = main.session_id if main is not None else ""
+
+    def handle(record: dict[str, Any], line: int) -> None:
         uuid = record.get("uuid")
         if isinstance(uuid, str):
             key = hash(uuid)
-            if key in seen:
+            owner = seen.get(key)
+            if owner is not None:
                 stats.duplicate_records += 1
+                if main is not None and owner and owner != owner_id:
+                    main.continued_from = owner
                 return
-            seen.add(key)
-        sink.add(record)
+            seen[key] = owner_id
+        if main is not None:
+            sid = record.get("sessionId")
+            if isinstance(sid, str) and sid and sid != owner_id and record.get("isSidechain") is not True:
+                stats.duplicate_records += 1  # a record of another session replayed here
+                main.continued_from = sid
+                return
+            parent = record.get("parentUuid")
+            if isinstance(parent, str) and not main.conversation:
+                owner = seen.get(hash(parent))
+                if owner and owner != owner_id:
+                    main.continued_from = owner
+        sink.add(record, line)
 
-    return read_file(path, handle, stats)
+    return read_numbered(path, handle, stats, until)
 
 
 def _subagent_files(session_dir: Path) -> list[Path]:
@@ -380,18 +518,24 @@ def _subagent_files(session_dir: Path) -> list[Path]:
 
 
 def read(plans: list[_FolderPlan], stats: ReadStats, progress: Progress | None = None,
-         done: int = 0, total: int = 0) -> Iterator[Session]:
-    """Sessions of the planned folders, one folder at a time (memory: one folder's window)."""
+         done: int = 0, total: int = 0, *, until: str | None = None, cursor: Cursor | None = None) -> Iterator[Session]:
+    """Sessions of the planned folders, one folder at a time (memory: one folder's window).
+
+    ``until`` (a time key) drops every record stamped later; ``cursor`` records what was read.
+    """
     for folder in plans:
-        seen: set[int] = set()
+        seen: dict[int, str] = {}
         sessions: dict[str, _MainSession] = {}
         for _mtime, path in folder.mains:
             main = _MainSession(session_id=path.stem)
-            counters = _read(path, main, seen, stats)
+            counters = _read(path, main, seen, stats, until)
             main.skipped_lines += counters.damaged
             sessions[path.stem] = main
             for agent_path in _subagent_files(path.with_suffix("")):
-                _fold(agent_path, sessions, seen, stats, default_parent=path.stem)
+                _fold(agent_path, sessions, seen, stats, default_parent=path.stem, until=until)
+            info = folder.stats.get(path)
+            if cursor is not None and info is not None:
+                cursor.record(path, info, counters.bytes)
             done += 1
             if progress:
                 progress(done, total, stats.bytes_read)
@@ -401,10 +545,10 @@ def read(plans: list[_FolderPlan], stats: ReadStats, progress: Progress | None =
         for mtime, agent_path in folder.flat_agents:
             recent = folder.since_ts is None or mtime >= folder.since_ts
             if sessions and (recent or agent_path.stem.removeprefix("agent-") in referenced):
-                _fold(agent_path, sessions, seen, stats, default_parent=None)
-            elif recent:
+                _fold(agent_path, sessions, seen, stats, default_parent=None, until=until)
+            elif recent and cursor is None:
                 stats.orphan_subagent_files += 1  # no session of this folder is read: nothing to fold into
-            else:
+            elif not recent:
                 stats.files_skipped_by_mtime += 1
         for main in sessions.values():
             session = main.session()
@@ -414,10 +558,10 @@ def read(plans: list[_FolderPlan], stats: ReadStats, progress: Progress | None =
             yield session
 
 
-def _fold(path: Path, sessions: dict[str, _MainSession], seen: set[int], stats: ReadStats,
-          *, default_parent: str | None) -> None:
+def _fold(path: Path, sessions: dict[str, _MainSession], seen: dict[int, str], stats: ReadStats,
+          *, default_parent: str | None, until: str | None = None) -> None:
     agent = _Subagent(compaction_helper=path.name.startswith("agent-acompact"))
-    counters = _read(path, agent, seen, stats)
+    counters = _read(path, agent, seen, stats, until)
     agent.skipped_lines = counters.damaged
     parent = sessions.get(agent.session_id or "") or (sessions.get(default_parent) if default_parent else None)
     if parent is None:

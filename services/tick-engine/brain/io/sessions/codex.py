@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brain.core.session import MAX_PROMPTS
+from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
     Progress,
@@ -44,12 +47,12 @@ from brain.io.sessions import (
     most_common,
     one_line,
     project_name,
-    read_file,
     register,
     relative_file,
     time_key,
     top_tools,
 )
+from brain.io.sessions.incremental import Cursor, read_numbered
 
 AGENT = "codex"
 
@@ -119,8 +122,25 @@ class _Rollout:
     compacted: int = 0
     compact_events: int = 0
     records: int = 0
+    headless: bool = False
+    last_text: str = ""
+    line: int = 0
+    #: (line, text, day) of the human prompts of each source, for identifiers and lessons.
+    event_prompts: list[tuple[int, str, str]] = field(default_factory=list)
+    item_prompts: list[tuple[int, str, str]] = field(default_factory=list)
+    #: A fork or resume names the rollout it continues (``forked_from_id``); the records it
+    #: replays from that rollout (same call ids, same messages) are counted there, not here.
+    continues: str = ""
+    marks: dict[int, str] | None = None  # fingerprint -> rollout id, shared by one run
+    keep_marks: bool = False  # another rollout of this run continues this one
+    replayed: int = 0
+    work: WorkLog = field(init=False)
 
-    def add(self, record: dict[str, Any]) -> None:
+    def __post_init__(self) -> None:
+        self.work = WorkLog(self.fallback_id[:8])
+
+    def add(self, record: dict[str, Any], line: int = 0) -> None:
+        self.line = line
         if "payload" in record and isinstance(record.get("type"), str):
             kind, payload = record["type"], record["payload"]
         elif "record_type" in record:
@@ -132,6 +152,8 @@ class _Rollout:
         else:
             return
         if not isinstance(payload, dict):
+            return
+        if self.marks is not None and kind in ("response_item", "event_msg") and self._replayed(kind, payload):
             return
         self.records += 1
         key = time_key(record.get("timestamp"))
@@ -151,11 +173,37 @@ class _Rollout:
         elif kind == "compacted":
             self.compacted += 1
 
+    def _replayed(self, kind: str, payload: dict[str, Any]) -> bool:
+        mark = _fingerprint(kind, payload)
+        if mark is None:
+            return False
+        owner = self.marks.get(mark) if self.marks is not None else None
+        if owner is not None and self.continues and owner == self.continues:
+            self.replayed += 1
+            return True
+        if self.keep_marks and self.marks is not None:
+            self.marks.setdefault(mark, self.session_id or self.fallback_id)
+        return False
+
     def _meta(self, payload: dict[str, Any]) -> None:
+        own = self.session_id or self.fallback_id
+        pid = payload.get("id")
+        source = payload.get("source")
+        subagent = isinstance(source, dict) and "subagent" in source  # a subagent's forked_from_id is its parent
+        forked = payload.get("forked_from_id")
+        if not self.continues and not subagent and isinstance(forked, str) and forked and forked != own:
+            self.continues = forked
+        elif not self.continues and self.session_id and isinstance(pid, str) and pid and pid != self.session_id:
+            self.continues = pid  # the history of an earlier rollout repeated in this one
         if not self.session_id and isinstance(payload.get("id"), str):
             self.session_id = payload["id"]
+            self.work.session_key = self.work.miner.session_key = self.session_id[:8]
         if not self.meta_cwd and isinstance(payload.get("cwd"), str):
             self.meta_cwd = payload["cwd"]
+            self.work.cwd = self.meta_cwd
+        # `codex exec` is a scripted run (originator codex_exec, source exec).
+        if payload.get("originator") == "codex_exec" or payload.get("source") == "exec":
+            self.headless = True
         git = payload.get("git")
         if not self.branch and isinstance(git, dict) and isinstance(git.get("branch"), str):
             self.branch = git["branch"]
@@ -171,19 +219,29 @@ class _Rollout:
                 )
                 if (text.strip() or images) and not is_scaffolding(text):
                     self.items.add(key, human_text(text) or "[image]")
+                    self._prompt(self.item_prompts, human_text(text), key)
             elif role == "assistant":
                 self.assistant_items += 1
+                text = _content_text(payload.get("content"))
+                if text.strip():
+                    self.last_text = text[:4000]
         elif kind in _TOOL_ITEMS:
             self.tool_calls += 1
             name = _TOOL_ITEMS[kind] or payload.get("name")
             if isinstance(name, str) and name:
                 self.tools[name] += 1
             patch = payload.get("input") if kind == "custom_tool_call" else payload.get("arguments")
+            raw_id = payload.get("call_id")
+            call_id = raw_id if isinstance(raw_id, str) else ""
+            patched: list[str] = []
             if isinstance(patch, str) and "*** " in patch and "File: " in patch:
                 for match in _PATCH_FILE.finditer(patch):
                     self._file(match.group(1))
+                    patched.append(match.group(1).strip())
                 for match in _MOVE_TO.finditer(patch):
                     self._file(match.group(1))
+                    patched.append(match.group(1).strip())
+            self._work_call(str(name or ""), call_id, payload, patched)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = payload.get("output")
             if isinstance(output, dict):
@@ -192,6 +250,9 @@ class _Rollout:
                 code = _EXIT_TEXT.search(output[:400]) or _EXIT_JSON.search(output[-400:])
                 if code and code.group(1) != "0":
                     self.output_errors += 1
+                answered = payload.get("call_id")
+                if code and isinstance(answered, str):
+                    self.work.result(answered, self.line, code.group(1) != "0", output[:6000])
 
     def _event(self, payload: dict[str, Any], key: str | None) -> None:
         kind = payload.get("type")
@@ -200,17 +261,26 @@ class _Rollout:
             images = bool(payload.get("images")) or bool(payload.get("local_images"))
             if isinstance(text, str) and (text.strip() or images) and not is_scaffolding(text):
                 self.events.add(key, human_text(text) or "[image]")
+                self._prompt(self.event_prompts, human_text(text), key)
         elif kind == "agent_message":
             self.agent_events += 1
+            if isinstance(payload.get("message"), str) and payload["message"].strip():
+                self.last_text = payload["message"][:4000]
         elif kind == "exec_command_end":
             self.exec_events += 1
             code = payload.get("exit_code")
             if isinstance(code, int) and not isinstance(code, bool) and code != 0:
                 self.event_errors += 1
+            if isinstance(code, int) and isinstance(payload.get("call_id"), str):
+                output = payload.get("aggregated_output") or payload.get("stderr") or ""
+                self.work.result(payload["call_id"], self.line, code != 0, str(output)[:6000])
         elif kind == "patch_apply_end":
             self.exec_events += 1
             if payload.get("success") is False:
                 self.event_errors += 1
+            if isinstance(payload.get("success"), bool) and isinstance(payload.get("call_id"), str):
+                self.work.result(payload["call_id"], self.line, not payload["success"],
+                                 str(payload.get("stderr") or "patch failed")[:6000])
             changes = payload.get("changes")
             if isinstance(changes, dict):
                 for path in changes:
@@ -222,6 +292,45 @@ class _Rollout:
     def _file(self, path: str) -> None:
         if len(self.files) < MAX_FILES:
             self.files.setdefault(path.strip(), None)
+
+    def _prompt(self, track: list[tuple[int, str, str]], text: str, key: str | None) -> None:
+        if text.strip() and len(track) < 400:
+            track.append((self.line, text[:4000], key[:10] if key and key[0] != "~" else ""))
+
+    def _work_call(self, name: str, call_id: str, payload: dict[str, Any], patched: list[str]) -> None:
+        """Files, commands and plans of one tool call (``exec_command``, ``shell``, ``apply_patch`` …)."""
+        if patched:
+            for path in patched:
+                self.work.file_edited(path, self.line)
+            self.work.tool(call_id, self.line, "apply_patch", patched[0])
+            return
+        raw = payload.get("arguments")
+        args: Any = None
+        if isinstance(raw, str) and raw.lstrip().startswith("{"):
+            try:
+                args = json.loads(raw)
+            except ValueError:
+                args = None
+        elif isinstance(raw, dict):
+            args = raw
+        if payload.get("type") == "local_shell_call" and isinstance(payload.get("action"), dict):
+            args = payload["action"]
+        if not isinstance(args, dict):
+            self.work.tool(call_id, self.line, name)
+            return
+        command = args.get("cmd") if isinstance(args.get("cmd"), str) else args.get("command")
+        if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
+            # ["bash", "-lc", "uv run pytest"]: the script; otherwise the argv joined.
+            command = command[-1] if len(command) >= 3 and command[1] in ("-lc", "-c") else " ".join(command)
+        if isinstance(command, str) and command.strip():
+            self.work.shell(call_id, self.line, command)
+            return
+        if name == "update_plan" and isinstance(args.get("plan"), list):
+            items = [(str(step.get("status") or "pending"), one_line(step.get("step"), 300))
+                     for step in args["plan"][:40] if isinstance(step, dict) and isinstance(step.get("step"), str)]
+            self.work.todos([(status if status in ("pending", "in_progress", "completed") else "pending", text)
+                             for status, text in items])
+        self.work.tool(call_id, self.line, name)
 
     def session(self, skipped_lines: int) -> Session | None:
         if self.records == 0 or self.times.first is None or self.times.last is None:
@@ -251,11 +360,32 @@ class _Rollout:
             compactions=max(self.compacted, self.compact_events),
             subagents=0,
             skipped_lines=skipped_lines,
+            continues=one_line(self.continues, 128),
+            **self._work_fields(prompts is self.events, cwd),
         )
 
+    def _work_fields(self, from_events: bool, cwd: str) -> dict[str, Any]:
+        work = self.work
+        work.cwd = cwd
+        prompts = self.event_prompts if from_events else self.item_prompts
+        for line, text, day in prompts:
+            work.prompt(line, text, day)
+        return {
+            "files_edited": tuple((one_line(p, 500), n) for p, n in work.files_edited()),
+            "files_read": tuple((one_line(p, 500), n) for p, n in work.files_read()),
+            "commands": tuple((one_line(c, 120), n) for c, n in work.ranked_commands()),
+            "failures": work.failures(),
+            "identifiers": tuple(one_line(i, 120) for i in work.identifier_list()),
+            "prompts": tuple(one_line(clean_prompt(text), 300) for _line, text, _day in prompts[:MAX_PROMPTS]),
+            "last_state": one_line(clean_prompt(self.last_text), 300),
+            "todos": work.todo_list(),
+            "lessons": work.lessons(),
+            "headless": self.headless,
+        }
 
-def plan(codex_dir: Path, since_ts: float | None, stats: ReadStats) -> list[Path]:
-    """Rollout files in the window, by path (``YYYY/MM/DD`` folders, plus flat ones)."""
+
+def plan(codex_dir: Path, since_ts: float | None, stats: ReadStats, cursor: Cursor | None = None) -> list[Path]:
+    """Rollout files in the window and changed since the cursor, by path (``YYYY/MM/DD`` folders, plus flat ones)."""
     found: list[Path] = []
     stack = [codex_dir]
     while stack:
@@ -277,32 +407,78 @@ def plan(codex_dir: Path, since_ts: float | None, stats: ReadStats) -> list[Path
                     continue
                 if not entry.name.endswith(".jsonl") or not entry.is_file(follow_symlinks=False):
                     continue
-                mtime = entry.stat(follow_symlinks=False).st_mtime
+                info = entry.stat(follow_symlinks=False)
             except OSError:
                 stats.unreadable_files += 1
                 continue
             stats.files_seen += 1
-            if since_ts is not None and mtime < since_ts:
+            if since_ts is not None and info.st_mtime < since_ts:
                 stats.files_skipped_by_mtime += 1
+                continue
+            if cursor is not None and cursor.is_unchanged(Path(entry.path), info):
                 continue
             found.append(Path(entry.path))
     return sorted(found)
 
 
 def read(paths: list[Path], stats: ReadStats, progress: Progress | None = None,
-         done: int = 0, total: int = 0) -> Iterator[Session]:
+         done: int = 0, total: int = 0, *, until: str | None = None, cursor: Cursor | None = None) -> Iterator[Session]:
+    """Sessions of the rollouts; ``until`` (a time key) drops every record stamped later."""
+    continued, forks = _forks(paths)
+    marks: dict[int, str] = {}
     for path in paths:
         match = _ROLLOUT_ID.search(path.name[: -len(".jsonl")])
         rollout = _Rollout(fallback_id=match.group(1) if match else path.stem)
-        counters = read_file(path, rollout.add, stats)
+        rollout.keep_marks = rollout.fallback_id in continued
+        if rollout.keep_marks or path in forks:
+            rollout.marks = marks  # only forks and what they fork pay for fingerprints
+        try:
+            info = os.stat(path)  # before reading: a file that grows meanwhile is read again next time
+        except OSError:
+            info = None
+        counters = read_numbered(path, rollout.add, stats, until)
+        if cursor is not None and info is not None:
+            cursor.record(path, info, counters.bytes)
         done += 1
         if progress:
             progress(done, total, stats.bytes_read)
+        stats.duplicate_records += rollout.replayed
         session = rollout.session(counters.damaged)
         if session is None:
             stats.files_without_conversation += 1
             continue
         yield session
+
+
+def _fingerprint(kind: str, payload: dict[str, Any]) -> int | None:
+    """What identifies a replayed record: a call id, or a message's role and text."""
+    item = payload.get("type")
+    call_id = payload.get("call_id")
+    if isinstance(call_id, str) and call_id:
+        return hash((kind, item, call_id))
+    if kind == "response_item" and item == "message":
+        return hash((item, payload.get("role"), _content_text(payload.get("content"))[:2000]))
+    if kind == "event_msg" and item in ("user_message", "agent_message") and isinstance(payload.get("message"), str):
+        return hash((item, payload["message"][:2000]))
+    return None
+
+
+def _forks(paths: list[Path]) -> tuple[set[str], set[Path]]:
+    """(rollout ids named as ``forked_from_id`` by a planned rollout, the rollouts naming one)."""
+    found: set[str] = set()
+    forks: set[Path] = set()
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                first = handle.readline(1 << 20)
+            data = json.loads(first)
+        except (OSError, ValueError, RecursionError):
+            continue
+        payload = data.get("payload", data) if isinstance(data, dict) else None
+        if isinstance(payload, dict) and isinstance(payload.get("forked_from_id"), str):
+            found.add(payload["forked_from_id"])
+            forks.add(path)
+    return found, forks
 
 
 register(SessionReader(AGENT, "codex_dir", "--codex-dir", "Codex sessions folder", plan, len, read))

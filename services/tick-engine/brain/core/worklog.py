@@ -1,0 +1,403 @@
+"""What a session worked on, read from its tool calls and prompts (issue 11 item 2). Pure.
+
+The session readers feed a :class:`WorkLog` record by record (tool calls, tool results,
+human prompts, todo states, each with the line number in the log file); it returns the
+ranked work items a :class:`~brain.core.session.Session` carries:
+
+- files edited (Edit, MultiEdit, Write, NotebookEdit, ``apply_patch``) and read (Read),
+  ranked by count, relative to the session's cwd;
+- commands as program + subcommand (``uv run pytest``, ``mix phx.server``, ``npm run
+  build``): shell utilities, every ``git`` command, heredoc bodies and redirections are left
+  out (``../shared/FEED-METRIC.md`` §2);
+- failures: the error signature of a failed tool call (exception / warning class, errno
+  name, ``command not found``, ``No module named``, TypeScript / Rust codes, else the first
+  line) and whether the same command (or the same tool on the same file) succeeded later;
+  harness noise (a rejected tool call, a sibling that errored, a file not read yet) is no
+  failure;
+- identifiers the operator typed: backticked tokens, snake_case, camelCase, dotted names,
+  paths and hyphenated ids such as ``spotter-dov``;
+- lessons and decisions, through :class:`brain.core.lessons.LessonMiner`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+
+from brain.core.lessons import LessonMiner
+from brain.core.session import (
+    ITEM_CHARS,
+    MAX_FAILURES,
+    MAX_IDENTIFIERS,
+    MAX_RANKED,
+    MAX_TODOS,
+    Failure,
+    Lesson,
+    Todo,
+)
+
+#: Programs that are plumbing, not the work (FEED-METRIC §2: shell utilities and all of git).
+SHELL_UTILITIES = frozenset(
+    ["ls", "cat", "grep", "egrep", "fgrep", "rg", "sed", "awk", "head", "tail", "wc", "echo", "printf", "cd", "pwd", "find", "xargs", "sort", "uniq", "cut", "tr", "tee", "touch", "mkdir", "rm", "rmdir", "cp", "mv", "ln", "chmod", "chown", "stat", "file", "which", "whereis", "type", "true", "false", "sleep", "date", "env", "export", "set", "unset", "source", ".", "test", "[", "diff", "cmp", "basename", "dirname", "realpath", "readlink", "less", "more", "nl", "od", "hexdump", "xxd", "jq", "yq", "tree", "du", "df", "ps", "kill", "pkill", "killall", "lsof", "open", "clear", "history", "alias", "exit", "read", "wait", "trap", "eval", "exec", "time", "timeout", "nohup", "sudo", "command", "builtin", "printenv", "whoami", "hostname", "uname", "id", "tar", "zip", "unzip", "gzip", "gunzip", "curl", "wget", "ssh", "scp", "rsync", "base64", "md5sum", "sha1sum", "sha256sum", "shasum", "column", "fold", "paste", "join", "comm", "split", "csplit", "expand", "unexpand", "rev", "tac", "fd", "bat", "git"]
+)
+#: Launchers whose next word names the real program (``npx vitest``, ``uv run pytest``).
+_RUNNERS = {
+    "uv": ("run", "tool", "pip"), "npm": ("run", "exec"), "pnpm": ("run", "exec", "dlx"), "yarn": ("run", "dlx"),
+    "bun": ("run", "x"), "poetry": ("run",), "pipenv": ("run",), "bundle": ("exec",), "mix": ("run",),
+    "cargo": ("run",), "go": ("run",), "dotnet": ("run",), "hatch": ("run",), "pdm": ("run",), "rye": ("run",),
+}
+_PREFIXES = frozenset({"sudo", "time", "nohup", "exec", "command", "env", "builtin", "then", "do", "else", "!"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9._:/+-]{0,40}$")
+_FILE_ARG = re.compile(r"^(?:[\w.~-]*/)+[\w.-]+$|^[\w-][\w.-]*\.(?P<ext>[A-Za-z0-9]{1,8})$")
+#: Extensions that make a bare word (no ``/``) a file name rather than a task like ``phx.server``.
+FILE_EXTENSIONS = frozenset(
+    ["py", "pyi", "ipynb", "js", "mjs", "cjs", "ts", "tsx", "jsx", "vue", "svelte", "ex", "exs", "erl", "heex", "eex", "rb", "go", "rs", "java", "kt", "kts", "scala", "c", "h", "cc", "cpp", "hpp", "cs", "swift", "m", "php", "pl", "lua", "r", "sql", "sh", "bash", "zsh", "fish", "ps1", "json", "jsonl", "yaml", "yml", "toml", "ini", "cfg", "conf", "env", "lock", "md", "mdx", "rst", "txt", "csv", "tsv", "xml", "html", "htm", "css", "scss", "sass", "less", "svg", "png", "jpg", "gif", "pdf", "log", "proto", "graphql", "tf", "hcl", "gradle", "mk", "dockerfile", "vtt"]
+)
+#: Programs whose first plain argument is a pattern or a script, not a file.
+_PATTERN_FIRST = frozenset({"sed", "awk", "grep", "egrep", "fgrep", "rg", "jq", "yq"})
+
+_CLASS_NAME = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Fault|Failure|Panic))\b")
+_ERRNO = re.compile(r"\b(E(?:ACCES|ADDRINUSE|ADDRNOTAVAIL|AGAIN|BADF|CONNABORTED|CONNREFUSED|CONNRESET|EXIST|HOSTUNREACH"
+                    r"|INVAL|ISDIR|MFILE|NETUNREACH|NOENT|NOMEM|NOSPC|NOTDIR|NOTEMPTY|NOTFOUND|PERM|PIPE|ROFS"
+                    r"|TIMEDOUT|AI_AGAIN))\b")
+_NOT_FOUND = re.compile(r"(?:command not found:?\s*([\w./-]+)|([\w./-]+): command not found)")
+_NO_MODULE = re.compile(r"No module named '?([\w.]+)'?")
+_CODE = re.compile(r"\b((?:TS\d{4,5})|(?:error\[E\d{4}\]))")
+#: Tool results that report the harness, not the work (FEED-METRIC §2).
+_HARNESS_ERRORS = (
+    "The user doesn't want to proceed",
+    "The user doesn't want to take this action",
+    "User rejected",
+    "Sibling tool call errored",
+    "File has not been read yet",
+    "File has been modified since read",
+    "has been modified since it was read",
+    "<tool_use_error>",
+    "Request interrupted",
+    "Permission to use",
+    "requested permissions",
+)
+_EXIT_LINE = re.compile(r"^(?:Error: )?Exit code:? -?\d+\s*$|^Process exited with code -?\d+\s*$"
+                        r"|^(?:Chunk ID|Wall time|Original token count|Output|Process running with session ID):")
+_ERROR_LINE = re.compile(r"\b(?:error|failed|fatal|failure)\b\s*[:\[]", re.IGNORECASE)
+
+
+def _program(token: str) -> str:
+    return token.rsplit("/", 1)[-1]
+
+
+def simple_commands(command: str) -> list[list[str]]:
+    """The words of each simple command in a shell line, split on unquoted ``; && || | & \\n $( `;``
+    a heredoc body (after an unquoted ``<<``) and redirections are left out."""
+    parts: list[str] = []
+    current: list[str] = []
+    quote = ""
+    text = command[:4000]
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            current.append(char)
+            if char == quote:
+                quote = ""
+            elif char == "\\" and quote == '"' and index + 1 < len(text):
+                current.append(text[index + 1])
+                index += 1
+        elif char in "'\"":
+            quote = char
+            current.append(char)
+        elif text.startswith("<<", index):
+            break
+        elif char in ";|&\n`" or text.startswith("$(", index):
+            parts.append("".join(current))
+            current = []
+            index += 2 if text.startswith(("&&", "||", "$("), index) else 1
+            continue
+        else:
+            current.append(char)
+        index += 1
+    parts.append("".join(current))
+    out: list[list[str]] = []
+    for part in parts:
+        try:
+            words = shlex.split(part, comments=True)
+        except ValueError:
+            words = part.split()
+        words = [w for w in words if not re.match(r"^\d*[<>]", w) and w not in ("(", ")", "{", "}")]
+        if words:
+            out.append(words)
+    return out
+
+
+def shell_files(command: str) -> list[str]:
+    """File-like arguments of a shell line (``sed -n 1,80p src/app.py`` reads ``src/app.py``)."""
+    found: list[str] = []
+    for words in simple_commands(command):
+        program = _program(words[0])
+        skip_pattern = program in _PATTERN_FIRST
+        for word in words[1:]:
+            if word.startswith("-"):
+                continue
+            if skip_pattern:
+                skip_pattern = False
+                continue
+            match = _FILE_ARG.match(word)
+            if (match and (match.group("ext") is None or match.group("ext").lower() in FILE_EXTENSIONS)
+                    and not word.startswith(("/dev/", "http")) and len(word) <= 300):
+                found.append(word)
+    return found
+
+
+def command_keys(command: str) -> list[str]:
+    """Program + subcommand of each simple command in a shell line (utilities and git left out)."""
+    keys: list[str] = []
+    for words in simple_commands(command):
+        while words and (words[0] in _PREFIXES or _ASSIGNMENT.match(words[0])):
+            if words[0] == "timeout" and len(words) > 1:
+                words = words[1:]
+            words = words[1:]
+        if words and words[0] == "timeout":
+            words = words[2:]
+        if not words:
+            continue
+        program = _program(words[0])
+        if program in SHELL_UTILITIES or not _WORD.match(program) or program.startswith("-"):
+            continue
+        if program in ("python", "python3") and len(words) > 2 and words[1] == "-m":
+            keys.append(f"{program} -m {words[2]}")
+            continue
+        rest = [w for w in words[1:] if _WORD.match(w) and not w.startswith("-")]
+        if program in ("npx", "bunx", "uvx", "pipx") and rest:
+            keys.append(f"{program} {_program(rest[0])}")
+            continue
+        runner = _RUNNERS.get(program)
+        if runner and len(rest) >= 2 and rest[0] in runner:
+            keys.append(f"{program} {rest[0]} {_program(rest[1])}")
+            continue
+        sub = rest[0] if rest and "/" not in rest[0] and not _is_file_name(rest[0]) else ""
+        if program in ("python", "python3", "node", "bash", "sh", "zsh", "ruby", "perl", "deno") and words[1:2]:
+            # A script: the script's name is what a later session types again.
+            target = words[1]
+            sub = _program(target) if not target.startswith("-") else ""
+        keys.append(f"{program} {sub}".strip())
+    return keys
+
+
+def _is_file_name(word: str) -> bool:
+    stem, dot, ext = word.rpartition(".")
+    return bool(dot and stem and ext.lower() in FILE_EXTENSIONS)
+
+
+def error_signature(text: str) -> str:
+    """A short, stable name of what went wrong in a tool's error output ("" for harness noise)."""
+    head = text[:6000]
+    if any(marker in head[:400] for marker in _HARNESS_ERRORS):
+        return ""
+    for pattern in (_NO_MODULE, _NOT_FOUND):
+        match = pattern.search(head)
+        if match:
+            return _line_around(head, match.start())
+    for pattern in (_CLASS_NAME, _ERRNO, _CODE, _ERROR_LINE):
+        match = pattern.search(head)
+        if match:
+            return _line_around(head, match.start())
+    for line in head.splitlines():
+        line = line.strip()
+        if line and not _EXIT_LINE.match(line) and len(line) > 3:
+            return line[:160]
+    return ""
+
+
+def _line_around(text: str, index: int) -> str:
+    start = text.rfind("\n", 0, index) + 1
+    end = text.find("\n", index)
+    line = text[start : end if end != -1 else len(text)].strip()
+    if len(line) > 160:
+        offset = max(0, index - start - 40)
+        line = line[offset : offset + 160].strip()
+    return line
+
+
+_BACKTICK = re.compile(r"`([^`\n]{2,80})`")
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@#:-]*[A-Za-z0-9_]")
+_SNAKE = re.compile(r"^[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+$")
+_CAMEL = re.compile(r"^[a-z]+[A-Z][A-Za-z0-9]*$|^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+$")
+_DOTTED = re.compile(r"^[A-Za-z_][\w-]*(?:\.[\w-]+)+$")
+_HYPHEN_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+$")
+_PATH = re.compile(r"^[\w.~-]*/[\w./-]+$")
+#: Not identifiers: brand words, abbreviations, common hyphenated English.
+_NOT_IDENTIFIERS = frozenset(
+    ["github", "gitlab", "macos", "iphone", "ipad", "javascript", "typescript", "youtube", "linkedin", "openai", "chatgpt", "e.g", "i.e", "etc.", "vs.", "a.m", "p.m", "follow-up", "built-in", "long-term", "short-term", "real-time", "so-called", "e-mail", "one-shot", "re-run", "step-by-step", "up-to-date", "out-of-date", "end-to-end", "well-known", "high-level", "low-level", "side-by-side", "read-only", "write-only", "open-source", "third-party", "first-class", "day-to-day", "non-empty", "co-authored-by", "in-place", "opt-in", "opt-out", "check-in", "set-up", "log-in", "sign-in", "sign-up", "how-to", "to-do", "self-hosted", "multi-line", "single-line", "full-text", "front-end", "back-end", "front-matter", "top-level", "sub-agent", "sub-agents", "pre-commit", "auto-compact"]
+)
+
+
+def identifiers(text: str) -> list[str]:
+    """Code-like tokens a human typed, in order of first appearance."""
+    found: dict[str, None] = {}
+    for match in _BACKTICK.finditer(text):
+        token = match.group(1).strip()
+        if token and " " not in token.strip() and len(token) <= 80:
+            found.setdefault(token, None)
+    for match in _TOKEN.finditer(text):
+        token = match.group(0).rstrip(".:")
+        low = token.lower()
+        if (len(token) < 3 or low in _NOT_IDENTIFIERS or low.startswith(("http", "www.", "redacted"))
+                or "@" in token):
+            continue
+        if token.replace(".", "").replace("-", "").isdigit():
+            continue  # versions, dates, numbers
+        if (_SNAKE.match(token) or _CAMEL.match(token) or _PATH.match(token)
+                or (_DOTTED.match(token) and not token[0].isdigit())
+                or (_HYPHEN_ID.match(token) and any(len(part) > 1 for part in token.split("-")))):
+            found.setdefault(token, None)
+    return list(found)
+
+
+def relative_path(path: str, cwd: str) -> str:
+    """``path`` relative to ``cwd`` when it lies inside it (Windows separators understood)."""
+    norm = path.replace("\\", "/")
+    root = cwd.replace("\\", "/").rstrip("/")
+    if root and norm.startswith(root + "/"):
+        return norm[len(root) + 1 :]
+    return norm
+
+
+def _ranked(counts: Counter[str], order: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    items = sorted(counts.items(), key=lambda item: (-item[1], order.get(item[0], 0), item[0]))
+    return tuple(items[:MAX_RANKED])
+
+
+@dataclass
+class _Call:
+    line: int
+    tool: str
+    key: str  # command key, or "<tool> <file>" for file tools, "" when none
+    display: str
+
+
+@dataclass
+class WorkLog:
+    """Accumulates one session's work items; feed it in file order, then read the results."""
+
+    session_key: str  # first 8 characters of the session id, for lesson provenance
+    cwd: str = ""
+    edited: Counter[str] = field(default_factory=Counter)
+    read: Counter[str] = field(default_factory=Counter)
+    commands: Counter[str] = field(default_factory=Counter)
+    _order: dict[str, int] = field(default_factory=dict)
+    _calls: dict[str, _Call] = field(default_factory=dict)
+    _failures: list[tuple[str, Failure]] = field(default_factory=list)  # (key, failure)
+    _identifiers: Counter[str] = field(default_factory=Counter)
+    _todos: list[Todo] = field(default_factory=list)
+    miner: LessonMiner = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.miner = LessonMiner(self.session_key)
+
+    def _seen(self, key: str) -> None:
+        self._order.setdefault(key, len(self._order))
+
+    # --- tool calls --------------------------------------------------------------------------
+
+    def file_read(self, path: str) -> None:
+        rel = relative_path(path, self.cwd)
+        if rel:
+            self.read[rel] += 1
+            self._seen(rel)
+
+    def file_edited(self, path: str, line: int, old: str = "", new: str = "") -> None:
+        rel = relative_path(path, self.cwd)
+        if rel:
+            self.edited[rel] += 1
+            self._seen(rel)
+            self.miner.edit(line, rel, old, new)
+
+    def shell(self, call_id: str, line: int, command: str) -> None:
+        keys = command_keys(command)
+        for key in keys:
+            self.commands[key] += 1
+            self._seen(key)
+        for path in shell_files(command):
+            self.file_read(path)
+        self.miner.shell(line, command)
+        if call_id:
+            key = keys[-1] if keys else ""
+            words = (simple_commands(command) or [[""]])[-1]
+            display = key or " ".join(w for w in words[:2] if not w.startswith("-"))[:80]
+            self._calls[call_id] = _Call(line, "shell", key, display)
+
+    def tool(self, call_id: str, line: int, tool: str, target: str = "") -> None:
+        if call_id:
+            key = f"{tool} {relative_path(target, self.cwd)}".strip() if target else ""
+            self._calls[call_id] = _Call(line, tool, key, key or tool)
+
+    def result(self, call_id: str, line: int, is_error: bool, output: str) -> None:
+        call = self._calls.pop(call_id, None)
+        if call is None:
+            return
+        if not is_error:
+            if call.key:
+                self._resolve(call.key, line)
+            return
+        if call.tool != "shell" and not call.key:
+            return  # a tool without a command or a file (polls, searches): nothing to name
+        signature = error_signature(output)
+        if not signature:
+            return
+        if len(self._failures) < MAX_FAILURES * 4:
+            self._failures.append((call.key, Failure(signature[:ITEM_CHARS], False, call.line, call.display)))
+        self.miner.failure(call.line, call.key, call.display, signature)
+
+    def _resolve(self, key: str, line: int) -> None:
+        for index, (fkey, failure) in enumerate(self._failures):
+            if fkey == key and not failure.resolved:
+                self._failures[index] = (fkey, Failure(failure.text, True, failure.line, failure.command))
+        self.miner.success(line, key)
+
+    # --- prompts and plans -------------------------------------------------------------------
+
+    def prompt(self, line: int, text: str, day: str = "") -> None:
+        for token in identifiers(text[:4000]):
+            self._identifiers[token] += 1
+            self._seen("id:" + token)
+        self.miner.prompt(line, text, day)
+
+    def todos(self, items: list[tuple[str, str]]) -> None:
+        """The latest todo / plan state replaces the previous one."""
+        self._todos = [Todo(status, text[:ITEM_CHARS]) for status, text in items if text.strip()][:MAX_TODOS]
+
+    # --- results -------------------------------------------------------------------------------
+
+    def files_edited(self) -> tuple[tuple[str, int], ...]:
+        return _ranked(self.edited, self._order)
+
+    def files_read(self) -> tuple[tuple[str, int], ...]:
+        return _ranked(self.read, self._order)
+
+    def ranked_commands(self) -> tuple[tuple[str, int], ...]:
+        return _ranked(self.commands, self._order)
+
+    def failures(self) -> tuple[Failure, ...]:
+        """Distinct failures, the unresolved ones first, then by line."""
+        seen: dict[tuple[str, str], Failure] = {}
+        for _key, failure in self._failures:
+            ident = (failure.command, failure.text)
+            known = seen.get(ident)
+            # The same error again: its latest state counts (resolved only if the last one was).
+            if known is None or failure.line >= known.line:
+                seen[ident] = failure
+        ordered = sorted(seen.values(), key=lambda f: (f.resolved, -f.line))
+        return tuple(ordered[:MAX_FAILURES])
+
+    def identifier_list(self) -> tuple[str, ...]:
+        ranked = sorted(self._identifiers.items(), key=lambda item: (-item[1], self._order.get("id:" + item[0], 0)))
+        return tuple(token for token, _count in ranked[:MAX_IDENTIFIERS])
+
+    def todo_list(self) -> tuple[Todo, ...]:
+        return tuple(self._todos)
+
+    def lessons(self) -> tuple[Lesson, ...]:
+        return self.miner.lessons()
