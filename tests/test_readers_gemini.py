@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from datetime import UTC, datetime
@@ -267,3 +268,15 @@ def test_prompt_log_only_sessions_and_subagent_chats(tmp_path: Path) -> None:
     assert sessions["0ld5e55-1"].user_turns == 1 and sessions["0ld5e55-1"].project == sessions[parent].project
     assert sessions[parent].subagents == 1
     assert sessions[parent].tool_calls == expected(next(p for p in chats() if parent[:8] in p.name))["tool_calls"] + 1
+
+
+def test_chats_older_than_the_window_are_never_opened(tmp_path: Path) -> None:
+    root = tmp_path / "tmp"
+    shutil.copytree(GEMINI, root)
+    old = NOW.timestamp() - 40 * 86400
+    for path in root.rglob("*.json"):
+        os.utime(path, (old, old))
+    bundle = run(root, since="26h")
+    assert bundle.sessions == ()
+    assert bundle.stats["files_skipped_by_mtime"] == 3 and bundle.stats["bytes_read"] == 0
+    assert bundle.stats["files_read"] == 0
