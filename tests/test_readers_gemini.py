@@ -280,3 +280,14 @@ def test_chats_older_than_the_window_are_never_opened(tmp_path: Path) -> None:
     assert bundle.sessions == ()
     assert bundle.stats["files_skipped_by_mtime"] == 3 and bundle.stats["bytes_read"] == 0
     assert bundle.stats["files_read"] == 0
+
+
+def test_until_cuts_a_chat_at_that_instant() -> None:
+    path = next(p for p in chats() if "37b7abef" in p.name)
+    messages = json.loads(path.read_bytes())["messages"]
+    cut = "2026-01-16T12:00:00Z"
+    kept = [m for m in messages if m["timestamp"] <= cut]
+    session = {s.session_id: s for s in run(GEMINI, until=cut).sessions}["37b7abef-713d-4522-85f0-8ff15a4e6d17"]
+    assert session.user_turns == sum(1 for m in kept if m["type"] == "user") == 2
+    assert session.tool_calls == sum(len(m.get("toolCalls", [])) for m in kept)
+    assert session.end <= datetime(2026, 1, 16, 12, tzinfo=UTC)

@@ -250,3 +250,11 @@ def test_cli_agent_opencode(tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["extract", "--agent", "opencode", "--opencode-dir", str(tmp_path / "none"),
                                        "--now", "2026-06-01T00:00:00Z"])
     assert missing.exit_code == 0 and "OpenCode data folder not found" in missing.stderr
+
+
+def test_until_leaves_out_later_messages(tmp_path: Path) -> None:
+    write_database(tmp_path, [conversation()])
+    cut = datetime.fromtimestamp((T0 + 30_000) / 1000, UTC)
+    session = run(tmp_path, until=cut.isoformat().replace("+00:00", "Z")).sessions[0]
+    assert (session.user_turns, session.assistant_turns, session.tool_calls) == (1, 1, 2)
+    assert session.end <= cut and session.files_touched == ("AGENTS.md",)

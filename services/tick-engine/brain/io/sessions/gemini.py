@@ -210,6 +210,7 @@ class _Chat:
     updated: str | None = None
     messages: dict[str, _Message] = field(default_factory=dict)
     skipped: int = 0
+    until: str | None = None  # messages stamped later are left out (``brain extract --until``)
     _anonymous: int = 0
 
     def meta(self, data: dict[str, Any]) -> None:
@@ -224,7 +225,7 @@ class _Chat:
 
     def upsert(self, message: dict[str, Any]) -> None:
         found = digest(message)
-        if found is None:
+        if found is None or (self.until is not None and found.key is not None and found.key > self.until):
             return
         mid = message.get("id")
         if not isinstance(mid, str) or not mid:
@@ -418,7 +419,7 @@ def _session(chat: _Chat, cwd: str, skipped: int, subagents: list[_Chat]) -> Ses
     if not chat.messages:
         return None
     times.add(chat.start if times.first is None else None)
-    times.add(chat.updated if times.last is None else None)
+    times.add(chat.updated if times.last is None and (chat.until is None or (chat.updated or "") <= chat.until) else None)
     if times.first is None or times.last is None:
         return None
     first = prompts.first[1] if prompts.first else ""
@@ -549,12 +550,12 @@ def _project_root(folder: Path) -> str:
 
 
 def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None = None,
-         done: int = 0, total: int = 0) -> Iterator[Session]:
-    """Sessions of the planned project folders, one folder at a time."""
+         done: int = 0, total: int = 0, *, until: str | None = None) -> Iterator[Session]:
+    """Sessions of the planned project folders, one folder at a time; ``until`` (a time key) cuts them."""
     for project in plans:
         read_chats: list[tuple[_Chat, int]] = []
         for path in project.chats:
-            chat = _Chat(fallback_id=path.stem.removeprefix("session-"))
+            chat = _Chat(fallback_id=path.stem.removeprefix("session-"), until=until)
             counters = _read_chat(path, chat, stats)
             read_chats.append((chat, counters.damaged))
             done += 1
@@ -567,7 +568,7 @@ def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None 
                 stats.orphan_subagent_files += len(paths)  # its parent's chat is not read: nothing to fold into
                 continue
             for path in paths:
-                agent = _Chat(fallback_id=path.stem)
+                agent = _Chat(fallback_id=path.stem, until=until)
                 agent.skipped = _read_chat(path, agent, stats).damaged
                 stats.subagent_files += 1
                 children.setdefault(parent, []).append(agent)
@@ -590,7 +591,7 @@ def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None 
             for sid, prompts in _prompt_log(project.logs, stats).items():
                 if sid in parents:
                     continue  # the chat file says more than its prompt log
-                logged = _logged_session(sid, prompts, shared)
+                logged = _logged_session(sid, [p for p in prompts if until is None or (p[0] or "") <= until], shared)
                 if logged is not None:
                     yield logged
 

@@ -167,6 +167,7 @@ class _OpenSession:
     compactions: int = 0
     subagents: int = 0
     skipped: int = 0
+    until: str | None = None  # messages created later are left out (``brain extract --until``)
 
     def info(self, data: dict[str, Any]) -> None:
         for key, name in (("directory", "directory"), ("parentID", "parent_id"), ("parent_id", "parent_id")):
@@ -184,9 +185,11 @@ class _OpenSession:
         times = data.get("time")
         key = time_key(times.get("created")) if isinstance(times, dict) else None
         key = key or time_key(created)
+        if self.until is not None and key is not None and key > self.until:
+            return
         self.times.add(key)
-        if isinstance(times, dict):
-            self.times.add(time_key(times.get("completed")))
+        done = time_key(times.get("completed")) if isinstance(times, dict) else None
+        self.times.add(done if self.until is None or (done or "") <= self.until else self.until)
         if role == "assistant":
             self.assistant += 1
             if data.get("error"):
@@ -197,6 +200,8 @@ class _OpenSession:
         self.messages[mid] = _Message(role, key)
 
     def part(self, mid: str, data: dict[str, Any]) -> None:
+        if mid not in self.messages:
+            return  # the part of a message left out (after --until) or unreadable
         kind = data.get("type")
         if kind == "compaction":
             self.compactions += 1
@@ -222,7 +227,8 @@ class _OpenSession:
 
     def session(self) -> Session | None:
         self.times.add(self.start if self.times.first is None else None)
-        self.times.add(self.updated if self.times.last is None else None)
+        if self.until is None or (self.updated or "") <= self.until:
+            self.times.add(self.updated if self.times.last is None else None)
         if self.assistant == 0 and self.prompts.count == 0:
             return None
         if self.times.first is None or self.times.last is None:
@@ -341,9 +347,9 @@ def _count(counters: FileCounters, stats: ReadStats, *, files: int) -> None:
     stats.repaired_lines += counters.repaired
 
 
-def _from_database(connection: sqlite3.Connection, sid: str, stats: ReadStats) -> _OpenSession:
+def _from_database(connection: sqlite3.Connection, sid: str, stats: ReadStats, until: str | None) -> _OpenSession:
     counters = FileCounters()
-    sink = _OpenSession(sid)
+    sink = _OpenSession(sid, until=until)
     row = connection.execute("SELECT directory, parent_id, time_created, time_updated FROM session WHERE id = ?",
                              (sid,)).fetchone()
     if row is not None:
@@ -388,7 +394,7 @@ def _load(path: Path, counters: FileCounters, stats: ReadStats) -> dict[str, Any
     return decode(raw, counters)
 
 
-def _from_storage(storage: Path, path: Path, stats: ReadStats) -> _OpenSession | None:
+def _from_storage(storage: Path, path: Path, stats: ReadStats, until: str | None) -> _OpenSession | None:
     counters = FileCounters()
     info = _load(path, counters, stats)
     files = 1
@@ -396,7 +402,7 @@ def _from_storage(storage: Path, path: Path, stats: ReadStats) -> _OpenSession |
         _count(counters, stats, files=files)
         return None
     sid = info.get("id") if isinstance(info.get("id"), str) else path.stem
-    sink = _OpenSession(str(sid))
+    sink = _OpenSession(str(sid), until=until)
     sink.info(info)
     messages: list[tuple[str, dict[str, Any]]] = []
     for message_path in _json_files(storage / "message" / sink.session_id):
@@ -420,8 +426,11 @@ def _from_storage(storage: Path, path: Path, stats: ReadStats) -> _OpenSession |
 
 
 def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
-         done: int = 0, total: int = 0) -> Iterator[Session]:
-    """All planned sessions; child sessions fold into their parent when it is read too."""
+         done: int = 0, total: int = 0, *, until: str | None = None) -> Iterator[Session]:
+    """All planned sessions; child sessions fold into their parent when it is read too.
+
+    ``until`` (a time key) leaves out the messages created later.
+    """
     sinks: dict[str, _OpenSession] = {}
 
     def step() -> None:
@@ -434,7 +443,7 @@ def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
         try:
             with closing(_connect(found.database)) as connection:
                 for sid in found.db_sessions:
-                    sinks[sid] = _from_database(connection, sid, stats)
+                    sinks[sid] = _from_database(connection, sid, stats, until)
                     step()
         except sqlite3.Error as exc:
             stats.unreadable_files += 1
@@ -444,7 +453,7 @@ def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
             if path.stem in sinks:
                 step()
                 continue  # migrated: the database holds it
-            sink = _from_storage(found.storage, path, stats)
+            sink = _from_storage(found.storage, path, stats, until)
             if sink is not None and sink.session_id not in sinks:
                 sinks[sink.session_id] = sink
             step()
