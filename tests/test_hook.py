@@ -31,7 +31,7 @@ def _state_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def write_feed_file(folder: Path, name: str, priority: int | None, body: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
     front = f"---\nid: {name[:-3]}-2026-11-21\ntitle: T\n"
     if priority is not None:
         front += f"priority: {priority}\n"
@@ -269,3 +269,122 @@ def test_hook_path_imports_nothing_heavy(feed: Path) -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
     assert result.returncode == 0 and result.stderr.decode().strip() == "[]"
+
+
+# --- project-aware session start (issue 11 item 3) -----------------------------------------
+
+INDEX = {
+    "version": 1,
+    "generated": "2026-11-21T12:00:00Z",
+    "ttl": 7200,
+    "projects": {"alpha": {"file": "projects/alpha.md"}, "beta": {"file": "projects/beta.md"},
+                 "gone": {"file": "projects/gone.md"}},
+    "roots": {"/home/u/src/alpha": "alpha", "/srv/beta": "beta", "/srv/gone": "gone"},
+}
+
+
+@pytest.fixture
+def projects(feed: Path) -> Path:
+    write_feed_file(feed, "projects/alpha.md", 50, "# alpha: where we left off\n\n- Last session: importer")
+    write_feed_file(feed, "projects/beta.md", 50, "# beta: where we left off\n\n- Last session: outage")
+    (feed / "projects" / "index.json").write_text(json.dumps(INDEX))
+    return feed
+
+
+def start(feed: Path, cwd: str | None, *args: str, env: dict[str, str] | None = None) -> str:
+    payload = json.dumps({"session_id": "s-9", "source": "startup", **({"cwd": cwd} if cwd is not None else {})})
+    result = invoke("session-start", "--brain-feed", str(feed), "--format", "text", *args, input=payload,
+                    env={"BRAIN_NOW": "2026-11-21T12:30:00Z", **(env or {})})
+    assert result.exit_code == 0, result.stderr
+    out: str = result.stdout
+    return out
+
+
+@pytest.mark.parametrize(
+    ("cwd", "project"),
+    [
+        ("/home/u/src/alpha", "alpha"),  # the recorded cwd
+        ("/home/u/src/alpha/", "alpha"),
+        ("/home/u/src/alpha/lib/deep", "alpha"),  # a sub-folder
+        ("/home/u/src/alpha/.claude/worktrees/agent-1", "alpha"),  # a worktree inside the repository
+        ("/mnt/ci/alpha", "alpha"),  # the same repository checked out elsewhere: its name
+        ("/mnt/ci/alpha/.worktrees/fix", "alpha"),
+        ("C:\\Users\\u\\beta", "beta"),
+        ("/home/u/src/alphabet", None),  # a root is a whole path component
+        ("/home/u/projects", None),
+        ("/srv/gone", None),  # indexed, but its file is missing: the global feed
+    ],
+)
+def test_the_cwd_finds_the_project(projects: Path, cwd: str, project: str | None) -> None:
+    text = start(projects, cwd)
+    if project is None:
+        assert text.startswith("# Active alarms") and "# Hot arcs" in text and "where we left off" not in text
+    else:
+        assert text.startswith("# Active alarms")  # an active alarm reaches every session
+        assert f"# {project}: where we left off" in text
+        assert "# Hot arcs" not in text and "# Signals" not in text  # the global files are not repeated
+        other = "beta" if project == "alpha" else "alpha"
+        assert f"# {other}:" not in text
+
+
+def test_find_project_rules() -> None:
+    index = hook.ProjectIndex({"alpha": "projects/alpha.md", "api": "projects/api.md"},
+                              {"/w/alpha": "alpha", "/w/alpha/services/api": "api"}, None, None)
+    assert hook.find_project(index, "/w/alpha/services/api/src") == "api"  # the deepest root wins
+    assert hook.find_project(index, "/w/alpha/services") == "alpha"
+    assert hook.find_project(index, "/elsewhere/api/src") == "api"  # the deepest component wins
+    assert hook.find_project(index, "/home/src") is None  # generic components never match
+    assert hook.find_project(index, None) is None
+
+
+def test_an_explicit_cwd_flag_beats_the_hook_input(projects: Path) -> None:
+    assert "# beta:" in start(projects, "/home/u/src/alpha", "--cwd", "/srv/beta")
+
+
+def test_no_index_or_a_corrupt_one_means_the_global_feed(projects: Path) -> None:
+    (projects / "projects" / "index.json").write_text("{not json")
+    assert "# Hot arcs" in start(projects, "/home/u/src/alpha")
+    (projects / "projects" / "index.json").write_text(json.dumps({"projects": [1], "roots": "x"}))
+    assert "# Hot arcs" in start(projects, "/home/u/src/alpha")
+
+
+def test_a_note_when_the_feed_is_older_than_its_ttl(projects: Path) -> None:
+    fresh = start(projects, "/home/u/src/alpha")  # 30 min after the tick, TTL 2 h
+    assert "_Note:" not in fresh
+    stale = start(projects, "/home/u/src/alpha", env={"BRAIN_NOW": "2026-11-23T12:00:00Z"})
+    first, rest = stale.split("\n", 1)
+    assert first.startswith("_Note: this feed was built 2 days ago (2026-11-21T12:00:00Z), past its 2 h lifetime")
+    assert rest.lstrip().startswith("# Active alarms")
+    assert "_Note:" in start(projects, None, env={"BRAIN_NOW": "2026-11-23T12:00:00Z"})  # the global feed too
+
+
+def test_an_explicit_now_flag_beats_brain_now(projects: Path) -> None:
+    text = start(projects, "/home/u/src/alpha", "--now", "2026-11-21T12:10:00Z",
+                 env={"BRAIN_NOW": "2026-12-30T00:00:00Z"})
+    assert "_Note:" not in text and "# alpha:" in text
+    bad = invoke("session-start", "--brain-feed", str(projects), "--now", "yesterday-ish")
+    assert bad.exit_code == 1 and bad.stdout == "" and "--now" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_the_project_context_stays_within_the_budget(projects: Path) -> None:
+    long_body = "# alpha: where we left off\n\n" + "".join(f"- line {i} {'x' * 60}\n" for i in range(200))
+    write_feed_file(projects, "projects/alpha.md", 50, long_body)
+    for budget in ("2000", "150"):
+        env = {"BRAIN_FEED_TOKEN_BUDGET": budget, "BRAIN_NOW": "2026-11-25T00:00:00Z"}  # with the stale note
+        text = start(projects, "/home/u/src/alpha", env=env).rstrip("\n")
+        assert len(text) <= int(budget) * 4 and text.startswith("_Note:")
+        assert "# alpha: where we left off" in text and text.endswith("(cut to fit the feed budget)")
+
+
+def test_prompt_submit_refreshes_with_the_session_projects_feed(projects: Path) -> None:
+    payload = json.dumps({"session_id": "p-1", "cwd": "/srv/beta"})
+    result = invoke("prompt-submit", "--brain-feed", str(projects), input=payload,
+                    env={"BRAIN_REFRESH_INTERVAL": "1", "BRAIN_NOW": "2026-11-21T12:30:00Z"})
+    assert "# beta: where we left off" in context_of(result.stdout, "UserPromptSubmit")
+
+
+def test_session_start_process_finds_the_project(projects: Path, tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "BRAIN_NOW": "2026-11-21T12:30:00Z"}
+    stdin = json.dumps({"session_id": "proc-2", "cwd": "/home/u/src/alpha/lib", "source": "resume"}).encode()
+    done = run_brain("hook", "session-start", "--brain-feed", str(projects), stdin=stdin, env=env)
+    assert done.returncode == 0 and "# alpha: where we left off" in context_of(done.stdout.decode(), "SessionStart")
