@@ -20,11 +20,13 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from brain.core.model import Note, parse_note
-from brain.core.redaction import redact
 from brain.search.query import KINDS, MARKER_KINDS, Hit, expression, one_line
 from brain.search.query import terms as query_terms
+
+if TYPE_CHECKING:  # the recall hook imports this module: yaml and the parsers load only to index
+    from brain.core.model import Note
 
 DB_FILE = ".brain/search.sqlite"
 SCHEMA_VERSION = "2"
@@ -106,6 +108,8 @@ def indexed(path: str) -> bool:
 
 def rows_for(note: Note, text: str) -> list[Row]:
     """The index rows of one parsed note; ``text`` is the file's text the note was parsed from."""
+    from brain.core.redaction import redact
+
     if not note.parsed or not indexed(note.path):
         return []
     arc = note.arc
@@ -187,6 +191,8 @@ def _read(vault: Path, rel: str) -> bytes | None:
 
 def _note_and_text(vault: Path, rel: str, note: Note | None, max_bytes: int) -> tuple[Note, str, str] | None:
     """The file's current note, text and sha1 (the scan's note when the bytes still match it)."""
+    from brain.core.model import parse_note
+
     data = _read(vault, rel)
     if data is None or len(data) > max_bytes:
         return None

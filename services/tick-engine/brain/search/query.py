@@ -102,18 +102,11 @@ def expression(found: Sequence[tuple[str, bool]], *, any_term: bool = False) -> 
 
 
 def one_line(text: str, limit: int) -> str:
-    """Whitespace folded, marker syntax removed, cut to ``limit`` characters."""
-    flat = " ".join(strip_marker_syntax(text).split())
+    """Whitespace folded, cut to ``limit`` characters."""
+    flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
     return flat[: max(1, limit - 1)].rstrip() + "…"
-
-
-def strip_marker_syntax(text: str) -> str:
-    """``text`` without ``<!--`` / ``-->`` (repeated until none is left, so pieces cannot rejoin)."""
-    while "<!--" in text or "-->" in text:
-        text = text.replace("<!--", "").replace("-->", "")
-    return text
 
 
 def recall_lines(

@@ -1,0 +1,230 @@
+"""brain search: the FTS5 index (build, refresh by change, rebuild when corrupt), ranking, escaping, recall."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from brain.cli import app
+from brain.io.vault import scan
+from brain.search import index
+from brain.search.query import fts_query
+from brain.search.recall import recall_for_prompt
+from brain.settings import Settings
+from tests.support.vaults import write_arc
+
+SECRET = "sk-ant-api03-" + "Q" * 60
+LESSON = "<!-- @lesson -->\nWebhook retries need jitter or the gateway melts.\n<!-- @/lesson -->\n"
+
+
+def notes(vault: Path) -> list:
+    return list(scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=2_000_000, write_cache=False).notes.values())
+
+
+def build(vault: Path) -> index.IndexStats:
+    return index.rebuild(vault, notes(vault))
+
+
+@pytest.fixture
+def small(vault: Path) -> Path:
+    (vault / ".brain").mkdir(exist_ok=True)
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-webhooks-aaaaaaaaaaaa", title="Webhook delivery",
+              extra={"project": "gateway"}, body=f"## Lessons\n\n{LESSON}\n## Resolution\n\nShipped.\n")
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-billing-bbbbbbbbbbbb", title="Billing export",
+              extra={"project": "billing"},
+              body="<!-- @decision date=2026-11-20 -->\nExport invoices nightly, not hourly.\n<!-- @/decision -->\n")
+    return vault
+
+
+def test_search_finds_a_lesson_with_its_arc_file_line_and_project(small: Path) -> None:
+    build(small)
+    hits = index.search(small, "webhook jitter")
+    assert hits[0].kind == "lesson"
+    assert hits[0].cluster_id == "2026-11-20-webhooks-aaaaaaaaaaaa"
+    assert hits[0].path == "clusters/2026-11-20/2026-11-20-webhooks-aaaaaaaaaaaa.md"
+    assert hits[0].project == "gateway"
+    text = (small / hits[0].path).read_text().splitlines()
+    assert text[hits[0].line - 1] == "<!-- @lesson -->"
+    assert "jitter" in hits[0].snippet
+
+
+def test_kind_and_project_filters(small: Path) -> None:
+    build(small)
+    assert {h.kind for h in index.search(small, "webhook", kind="arc")} == {"arc"}
+    assert index.search(small, "invoices", project="gateway") == []
+    assert [h.kind for h in index.search(small, "invoices", project="billing", kind="decision")] == ["decision"]
+
+
+def test_only_redacted_text_reaches_the_index(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-leak-cccccccccccc", extra={"project": "p"},
+              body=f"Deploy used token {SECRET} today.\n<!-- @lesson -->\nRotate {SECRET} weekly.\n<!-- @/lesson -->\n")
+    build(vault)
+    raw = index.db_path(vault).read_bytes()
+    assert b"QQQQQQQQQQ" not in raw
+    hits = index.search(vault, "rotate weekly")
+    assert hits and "[REDACTED]" in hits[0].snippet
+
+
+def test_tombstones_point_to_their_successors(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-old-dddddddddddd", status="merged", body="Quokka migration.\n",
+              extra={"merged_into": "2026-11-20-new-eeeeeeeeeeee"})
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-split-ffffffffffff", status="split", body="Quokka parser.\n",
+              extra={"split_into": ["2026-11-20-a-111111111111", "2026-11-20-b-222222222222"]})
+    build(vault)
+    by_id = {h.cluster_id: h for h in index.search(vault, "quokka")}
+    assert by_id["2026-11-20-old-dddddddddddd"].successors == ("2026-11-20-new-eeeeeeeeeeee",)
+    assert by_id["2026-11-20-split-ffffffffffff"].successors == ("2026-11-20-a-111111111111",
+                                                                 "2026-11-20-b-222222222222")
+    result = CliRunner().invoke(app, ["search", "quokka migration", "--vault", str(vault)])
+    assert "→ [[2026-11-20-new-eeeeeeeeeeee]]" in result.stdout
+
+
+def test_equal_text_ranks_hotter_then_more_recent_first(vault: Path) -> None:
+    for cid, heat, last in (("2026-11-01-cold-000000000001", 1, "2026-11-20T00:00:00Z"),
+                            ("2026-11-01-hot-000000000002", 8, "2026-11-01T00:00:00Z"),
+                            ("2026-11-01-warm-000000000003", 1, "2026-11-21T00:00:00Z")):
+        write_arc(vault, "clusters/2026-11-01", cid, title="Same words", heat=heat, last_active=last,
+                  body="Identical narwhal text.\n")
+    build(vault)
+    assert [h.cluster_id for h in index.search(vault, "narwhal", kind="arc")] == [
+        "2026-11-01-hot-000000000002", "2026-11-01-warm-000000000003", "2026-11-01-cold-000000000001"]
+
+
+def test_refresh_reads_only_the_changed_files(small: Path) -> None:
+    build(small)
+    before = notes(small)
+    path = small / "clusters/2026-11-20/2026-11-20-webhooks-aaaaaaaaaaaa.md"
+    path.write_text(path.read_text().replace("jitter", "exponential backoff"))
+    gone = small / "clusters/2026-11-20/2026-11-20-billing-bbbbbbbbbbbb.md"
+    gone.unlink()
+    stats = index.refresh(small, before, [path.relative_to(small).as_posix()],
+                          [gone.relative_to(small).as_posix()])
+    assert (stats.files_read, stats.files_removed, stats.rebuilt) == (1, 1, False)
+    assert index.search(small, "jitter", kind="lesson") == []
+    assert index.search(small, "exponential backoff", kind="lesson")
+    assert index.search(small, "invoices") == []
+
+
+def test_sync_works_out_the_change_by_content_hash(small: Path) -> None:
+    build(small)
+    write_arc(small, "clusters/2026-11-21", "2026-11-21-new-333333333333", body="Brand new walrus.\n")
+    stats = index.sync(small, notes(small))
+    assert stats.files_read == 1 and not stats.rebuilt
+    assert index.search(small, "walrus")
+    assert index.sync(small, notes(small)).files_read == 0  # nothing changed: nothing read
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "old_schema"])
+def test_a_corrupt_or_outdated_index_is_rebuilt(small: Path, damage: str) -> None:
+    build(small)
+    db = index.db_path(small)
+    if damage == "garbage":
+        db.write_bytes(b"this is not sqlite" * 100)
+    elif damage == "truncated":
+        db.write_bytes(db.read_bytes()[:2048])
+    else:
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    assert not index.exists(small)
+    assert index.refresh(small, notes(small), [], []).rebuilt
+    assert index.search(small, "webhook jitter")[0].kind == "lesson"
+
+
+def test_brain_search_builds_a_missing_index_and_prints_rows(small: Path) -> None:
+    assert not index.db_path(small).exists()
+    result = CliRunner().invoke(app, ["search", "webhook jitter", "--vault", str(small)])
+    assert result.exit_code == 0, result.output
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("[[2026-11-20-webhooks-aaaaaaaaaaaa]]  clusters/2026-11-20/2026-11-20-webhooks-aaaaaaaaaaaa.md:")
+    assert "  lesson  gateway  " in first
+    data = json.loads(CliRunner().invoke(app, ["search", "jitter", "--vault", str(small), "--json"]).stdout)
+    assert data["hits"][0]["kind"] == "lesson"
+
+
+def test_brain_search_refuses_a_bad_kind_and_limit(small: Path) -> None:
+    result = CliRunner().invoke(app, ["search", "x", "--vault", str(small), "--kind", "essay"])
+    assert result.exit_code == 2 and "bad --kind" in result.output
+    assert CliRunner().invoke(app, ["search", "x", "--vault", str(small), "--limit", "0"]).exit_code == 2
+
+
+@pytest.mark.parametrize("query", ['"', "-", "*", ":", "a:b", "NEAR(x y", "x AND", "(", "col:*", '""*"', "^x", "\x00"])
+def test_fts_syntax_in_a_query_is_text(small: Path, query: str) -> None:
+    build(small)
+    index.search(small, query)
+    index.search(small, query, any_term=True, drop_stopwords=True)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=60))
+def test_search_never_raises_on_any_text(small: Path, text: str) -> None:
+    if not index.db_path(small).exists():
+        build(small)
+    index.search(small, text, limit=3)
+    index.search(small, text, limit=3, any_term=True, drop_stopwords=True, kind="lesson", project=text or None)
+    query = fts_query(text)
+    assert query is None or query.count('"') % 2 == 0
+
+
+def test_a_trailing_star_is_a_prefix_query(small: Path) -> None:
+    build(small)
+    assert index.search(small, "invoic*")
+    assert index.search(small, "invoic") == [] or all("invoic" in h.snippet.lower() for h in index.search(small, "invoic"))
+
+
+# --- recall at the moment of need ---------------------------------------------------------
+
+
+def recall_settings(vault: Path, **changes: object) -> Settings:
+    return Settings(vault=vault).replace(**{"recall_on_prompt": True, "recall_min_score": 0.0, **changes})
+
+
+def test_recall_is_off_by_default(small: Path) -> None:
+    build(small)
+    assert recall_for_prompt(small, "why do webhook retries melt the gateway?", set(), Settings(vault=small)) == ""
+
+
+def test_recall_shows_the_relevant_item_once_per_session(small: Path) -> None:
+    build(small)
+    seen: set[str] = set()
+    s = recall_settings(small)
+    first = recall_for_prompt(small, "Why do our webhook retries melt the gateway again?", seen, s)
+    assert "Webhook retries need jitter" in first
+    assert "[[2026-11-20-webhooks-aaaaaaaaaaaa]]" in first
+    assert seen
+    assert "Webhook retries need jitter" not in recall_for_prompt(small, "webhook retries gateway jitter", seen, s)
+
+
+def test_recall_respects_threshold_budget_and_count(small: Path) -> None:
+    build(small)
+    prompt = "webhook retries jitter gateway invoices nightly"
+    assert recall_for_prompt(small, prompt, set(), recall_settings(small, recall_min_score=1e9)) == ""
+    assert recall_for_prompt(small, prompt, set(), recall_settings(small, recall_token_budget=10)) == ""
+    one = recall_for_prompt(small, prompt, set(), recall_settings(small, recall_max_hits=1))
+    assert one.count("\n- ") == 1
+    assert len(recall_for_prompt(small, prompt, set(), recall_settings(small, recall_token_budget=120))) <= 480
+
+
+def test_recall_without_an_index_is_silent(small: Path) -> None:
+    assert recall_for_prompt(small, "webhook retries", set(), recall_settings(small)) == ""
+
+
+@pytest.mark.parametrize("count", [2_000, pytest.param(10_000, marks=pytest.mark.slow)])
+def test_planted_lesson_ranks_first_among_synthetic_arcs(tmp_path: Path, count: int) -> None:
+    from brain.bench_search import PLANTED, PLANTED_QUERY, generate
+
+    vault = tmp_path / "vault"
+    generate(vault, count, planted_at=count * 43 // 100)
+    build(vault)
+    hits = index.search(vault, PLANTED_QUERY)
+    assert hits[0].kind == "lesson" and hits[0].snippet == PLANTED
+    assert f"-{count * 43 // 100:05d}-" in (hits[0].cluster_id or "")
+    # Heat 0 on the planted arc: it wins on text alone, also as prompt-time recall.
+    text = recall_for_prompt(vault, f"Is the {PLANTED_QUERY} problem known?", set(),
+                             Settings(vault=vault).replace(recall_on_prompt=True))
+    assert PLANTED in text
