@@ -124,7 +124,7 @@ def test_new_arc_file_matches_the_formula(vault: Path) -> None:
     # The work keys of the C1/C2 contract (CLUSTERS.md) follow the original layout.
     assert list(meta) == ["cluster_id", "title", "region", "status", "heat", "created", "last_active", "project",
                           "cwd", "branch", "agents", "source_sessions", "activity", "synthesized", "files", "commands",
-                          "open_errors", "identifiers", "last_prompt"]
+                          "open_errors", "identifiers", "last_prompt", "last_state"]
     assert meta["cwd"] == "/work/demo-app" and meta["branch"] == "main" and meta["last_prompt"] == "thanks, that works"
     assert meta["created"] == iso(T0) and meta["last_active"] == iso(T0 + timedelta(hours=1, minutes=30))
     assert meta["source_sessions"] == ["s-1", "s-2"] and meta["agents"] == ["claude-code"]

@@ -62,7 +62,13 @@ ACTIVE_HOURS = 72
 #: Frontmatter work keys: how many items each list keeps.
 FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT = 15, 10, 5, 15
 ERROR_CHARS, LAST_PROMPT_CHARS = 120, 200
-WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "identifiers", "last_prompt")
+WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "identifiers", "last_prompt", "last_state")
+#: Files every project has; they rank after the project's own files.
+GENERIC_FILES = frozenset({
+    "README.md", "README", "CLAUDE.md", "AGENTS.md", "package.json", "package-lock.json", "pyproject.toml",
+    "__init__.py", "setup.py", "setup.cfg", "Cargo.toml", "go.mod", "Makefile", ".gitignore", "LICENSE",
+    "CHANGELOG.md", "CONTRIBUTING.md", "tsconfig.json", "requirements.txt", "uv.lock", "mix.exs", "mix.lock",
+})
 
 
 # ----------------------------------------------------------------------------- naming
@@ -88,7 +94,9 @@ _GREETING = re.compile(
 )
 _ASK = re.compile(
     r"^(?:(?:so|ok|okay|now|alright|right)\b[\s,]+)?(?:(?:can|could|would|will) you(?: please)?|please|pls"
-    r"|i (?:want|need|would like|'d like) you to|i'd like you to|help me|let'?s)\b[\s,]*",
+    r"|i (?:want|need|would like|'d like) you to|i'd like you to|let'?s"
+    r"|(?:can you |could you )?help me(?: to| with)?|i(?:'d| would) like (?:your )?help (?:with|to)"
+    r"|i need (?:your )?help (?:with|to))\b[\s,]*",
     re.IGNORECASE,
 )
 _TRIVIAL = frozenset({
@@ -96,6 +104,7 @@ _TRIVIAL = frozenset({
     "retry", "again", "sure", "yep", "do it", "keep going", "carry on", "resume", "try again", "continue please",
     "please continue", "go", "hi", "hello", "hey", "test",
 })
+_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z`\"'(])")
 _PLACEHOLDER = re.compile(r"^\[(?:REDACTED|image|Image|Pasted|Request interrupted)|^<[a-z_-]+>|^\[[A-Z_]+\]")
 
 
@@ -126,13 +135,21 @@ def meaningful_title(prompt: str) -> str:
             continue
         if line.startswith("/") or _PLACEHOLDER.match(line):
             return ""
+        original = line
         line = _GREETING.sub("", line)
         line = _ASK.sub("", line).strip(" ,")
+        stripped = line != original
         words = line.rstrip("?!. ").split()
         if len(words) < 2 or " ".join(words).lower().strip(" .!?,") in _TRIVIAL:
             return ""
-        line = line.rstrip(" ?")
-        return _cut_title(line[:1].upper() + line[1:])
+        if len(words) < 3:
+            return ""  # "show tools", "fix it": says too little about the work
+        sentence = _SENTENCE.split(line, maxsplit=1)[0]
+        if len(sentence.split()) >= 3:
+            line = sentence
+        line = line.rstrip(" ?.!:")
+        # A prefix was dropped: the rest starts the title; otherwise the operator's casing stays.
+        return _cut_title(line[:1].upper() + line[1:] if stripped else line)
     return ""
 
 
@@ -295,7 +312,9 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
             commands[command] += count
         for position, token in enumerate(session.identifiers):
             idents[token] += max(1, len(session.identifiers) - position)
-    files = _rank(edited) + [p for p in _rank(read) if p not in edited]
+    ranked = _rank(edited) + [p for p in _rank(read) if p not in edited]
+    # Repo files first; generic names (README.md, package.json …) and paths outside the repo last.
+    files = sorted(ranked, key=lambda p: (p.startswith(("/", "~")), p.rsplit("/", 1)[-1] in GENERIC_FILES))
     keys: dict[str, Any] = {
         "files": _merge((_one_line(f, 300) for f in files), _strings(earlier.get("files")), FILES_KEPT),
         "commands": _merge((_one_line(c, 120) for c in _rank(commands)), _strings(earlier.get("commands")),
@@ -309,10 +328,12 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
         keys["branch"] = _one_line(last.git_branch, 200)
         keys["open_errors"] = [_error_line(f.text, f.command) for f in last.open_failures[:ERRORS_KEPT]]
         keys["last_prompt"] = _one_line(last.last_prompt, LAST_PROMPT_CHARS)
+        keys["last_state"] = _one_line(last.last_state, LAST_PROMPT_CHARS)
     return keys
 
 
 def _error_line(text: str, command: str) -> str:
+    text = text.replace("\\n", " ").replace("\\t", " ")  # escaped output of hooks
     line = text if not command or command in text else f"{text} ({command})"
     return _one_line(line, ERROR_CHARS)
 
@@ -421,6 +442,7 @@ def render_new_arc(group: NewArc, now: datetime, settings: Settings) -> Rendered
         "open_errors": work["open_errors"],
         "identifiers": work["identifiers"],
         "last_prompt": work["last_prompt"],
+        "last_state": work["last_state"],
     }
     if all(s.headless for s in sessions):
         meta["headless"] = True

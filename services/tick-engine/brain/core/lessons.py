@@ -8,8 +8,10 @@ No model is asked; three patterns are recognised, each with its provenance
   edited or other commands ran in between. The lesson names the command, the error and what
   changed; its source is the line of the failing call.
 - **operator correction** (``decision``): a human prompt that corrects the agent: it opens
-  with "no", "nope", "wrong", "stop", "don't", "do not", "never", "always", "actually", or says
-  "use X instead". The decision is the prompt's first sentence.
+  with "no", "nope", "wrong", "stop", "wait,", "don't", "do not", "never", "always",
+  "actually", "I don't think", "you/we should(n't)", or says "use X instead" / "which is less
+  work"; or a tool call the operator rejected with a reason. The decision is the opening (up to
+  two sentences) of what the operator wrote.
 - **reverted change** (``lesson``): an edit that exactly undoes an earlier edit of the same
   file, or a ``git checkout -- …`` / ``git restore …`` / ``git revert`` / ``git reset --hard``.
 
@@ -29,11 +31,17 @@ from brain.core.session import MAX_LESSONS, Lesson
 LESSON_CHARS = 240
 
 _CORRECTION_START = re.compile(
-    r"^\s*(?:no\b[,.!:]?|nope\b|wrong\b|stop\b|don'?t\b|do not\b|never\b|always\b|actually\b[,]?|"
-    r"please (?:don'?t|do not|never|always)\b|that'?s (?:not|wrong)\b|not like that\b)",
+    r"^\s*(?:no\b[,.!:]?|nope\b|wrong\b|stop\b|don'?t\b|do not\b|never\b|always\b|actually\b[,]?|wait\b[,.!]"
+    r"|please (?:don'?t|do not|never|always)\b|that'?s (?:not|wrong)\b|not like that\b|i don'?t think\b"
+    r"|(?:you|we) (?:should(?:n'?t)?|must(?:n'?t)?|can'?t|cannot)\b)",
     re.IGNORECASE,
 )
-_INSTEAD = re.compile(r"\b(?:use|try|prefer|call|run)\s+\S.{0,80}?\binstead\b", re.IGNORECASE)
+_INSTEAD = re.compile(
+    r"\b(?:use|try|prefer|call|run)\s+\S.{0,80}?\binstead\b|\b(?:which|that) is (?:less work|simpler|easier|cleaner)\b",
+    re.IGNORECASE,
+)
+#: A rejected tool call that carries the operator's reason (Claude Code writes it into the result).
+_REJECTION = re.compile(r"(?:reason for the rejection:|the user said:)\s*(.+)", re.IGNORECASE | re.DOTALL)
 _REVERT_COMMAND = re.compile(
     r"\bgit\s+(?:checkout\s+(?:HEAD\s+)?--\s+\S+|restore\s+(?!--staged)\S+|revert\b|reset\s+--hard\b)"
 )
@@ -51,10 +59,10 @@ def safe_text(text: str, limit: int = LESSON_CHARS) -> str:
     return line
 
 
-def _first_sentence(text: str) -> str:
-    stripped = text.strip()
-    parts = _SENTENCE_END.split(stripped, maxsplit=1)
-    return parts[0] if parts and parts[0] else stripped
+def _opening(text: str) -> str:
+    """The prompt's opening, up to two sentences: what the operator asked for."""
+    parts = [p for p in _SENTENCE_END.split(text.strip(), maxsplit=2) if p.strip()][:2]
+    return " ".join(parts) if parts else text.strip()
 
 
 def is_correction(text: str) -> bool:
@@ -141,7 +149,15 @@ class LessonMiner:
         if day:
             self._day = day
         if is_correction(text):
-            self._add("decision", _first_sentence(text), line, day)
+            self._add("decision", _opening(text), line, day)
+
+    def rejection(self, line: int, output: str) -> None:
+        """A tool call the operator rejected with a reason: the reason is a decision."""
+        match = _REJECTION.search(output[:4000])
+        if match and len(match.group(1).split()) >= 3:
+            self._add("decision", _opening(match.group(1)), line)
 
     def lessons(self) -> tuple[Lesson, ...]:
-        return tuple(self._lessons)
+        """The lessons in log order; one mined before any dated prompt takes the session's date."""
+        return tuple(lesson if lesson.date else Lesson(lesson.kind, lesson.text, lesson.source, self._day)
+                     for lesson in self._lessons)

@@ -51,7 +51,9 @@ _RUNNERS = {
 _PREFIXES = frozenset({"sudo", "time", "nohup", "exec", "command", "env", "builtin", "then", "do", "else", "!"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9._:/+-]{0,40}$")
-_FILE_ARG = re.compile(r"^(?:[\w.~-]*/)+[\w.-]+$|^[\w-][\w.-]*\.(?P<ext>[A-Za-z0-9]{1,8})$")
+_FILE_ARG = re.compile(r"^(?:[\w.~-]*/)*(?P<name>[\w-][\w.-]*)$")
+#: File names without an extension that are still files.
+_BARE_FILES = frozenset({"Makefile", "Dockerfile", "Gemfile", "Rakefile", "Procfile", "Justfile", "Containerfile"})
 #: Extensions that make a bare word (no ``/``) a file name rather than a task like ``phx.server``.
 FILE_EXTENSIONS = frozenset(
     ["py", "pyi", "ipynb", "js", "mjs", "cjs", "ts", "tsx", "jsx", "vue", "svelte", "ex", "exs", "erl", "heex", "eex", "rb", "go", "rs", "java", "kt", "kts", "scala", "c", "h", "cc", "cpp", "hpp", "cs", "swift", "m", "php", "pl", "lua", "r", "sql", "sh", "bash", "zsh", "fish", "ps1", "json", "jsonl", "yaml", "yml", "toml", "ini", "cfg", "conf", "env", "lock", "md", "mdx", "rst", "txt", "csv", "tsv", "xml", "html", "htm", "css", "scss", "sass", "less", "svg", "png", "jpg", "gif", "pdf", "log", "proto", "graphql", "tf", "hcl", "gradle", "mk", "dockerfile", "vtt"]
@@ -111,6 +113,8 @@ def simple_commands(command: str) -> list[list[str]]:
             current.append(char)
         elif text.startswith("<<", index):
             break
+        elif char == "&" and (text.startswith(("&>", ">&"), index) or text[index - 1 : index] == ">"):
+            current.append(char)  # a redirection (2>&1, &>file), not a separator
         elif char in ";|&\n`" or text.startswith("$(", index):
             parts.append("".join(current))
             current = []
@@ -145,7 +149,7 @@ def shell_files(command: str) -> list[str]:
                 skip_pattern = False
                 continue
             match = _FILE_ARG.match(word)
-            if (match and (match.group("ext") is None or match.group("ext").lower() in FILE_EXTENSIONS)
+            if (match and (_is_file_name(match.group("name")) or match.group("name") in _BARE_FILES)
                     and not word.startswith(("/dev/", "http")) and len(word) <= 300):
                 found.append(word)
     return found
@@ -193,7 +197,7 @@ def _is_file_name(word: str) -> bool:
 
 def error_signature(text: str) -> str:
     """A short, stable name of what went wrong in a tool's error output ("" for harness noise)."""
-    head = text[:6000]
+    head = text[:6000].replace("\\n", "\n").replace("\\t", " ")  # output a hook escaped
     if any(marker in head[:400] for marker in _HARNESS_ERRORS):
         return ""
     for pattern in (_NO_MODULE, _NOT_FOUND):
@@ -324,10 +328,13 @@ class WorkLog:
             self.file_read(path)
         self.miner.shell(line, command)
         if call_id:
-            key = keys[-1] if keys else ""
             words = (simple_commands(command) or [[""]])[-1]
-            display = key or " ".join(w for w in words[:2] if not w.startswith("-"))[:80]
-            self._calls[call_id] = _Call(line, "shell", key, display)
+            plain = [_program(words[0])] + [w for w in words[1:2] if _WORD.match(w) and not w.startswith("-")]
+            # Plumbing (git, ls …) is not a counted command, but its failures still resolve by name.
+            key = keys[-1] if keys else " ".join(plain)[:80]
+            # A failing utility (ls, rg, cat …) is exploration, not work; git failures are work.
+            tool = "shell" if keys or plain[0] == "git" else "utility"
+            self._calls[call_id] = _Call(line, tool, key, key)
 
     def tool(self, call_id: str, line: int, tool: str, target: str = "") -> None:
         if call_id:
@@ -342,8 +349,9 @@ class WorkLog:
             if call.key:
                 self._resolve(call.key, line)
             return
-        if call.tool != "shell" and not call.key:
-            return  # a tool without a command or a file (polls, searches): nothing to name
+        self.miner.rejection(line, output)
+        if call.tool == "utility" or (call.tool != "shell" and not call.key):
+            return  # exploration, or a tool without a command or a file (polls, searches)
         signature = error_signature(output)
         if not signature:
             return
