@@ -69,7 +69,7 @@ HOT_ARCS, SIGNALS, INJECT, INTENT, LAST_DIFF, AMYGDALA_ACTIVE = (
 #: Files the keeper rewrites every tick; the others belong to the AI phase or the consumer.
 KEEPER_FILES = (HOT_ARCS, INJECT, SIGNALS)
 KEEP_TOP_HOT = 3
-SIGNAL_CHARS, SHORT_SIGNAL_CHARS = 240, 72
+SIGNAL_CHARS, SHORT_SIGNAL_CHARS, INJECT_LINE_CHARS = 240, 72, 600
 #: ``ttl_days`` beyond this (a century) is a typo or an attack, not a lifetime.
 MAX_TTL_DAYS = 36_500
 
@@ -239,10 +239,11 @@ def inject(live: Iterable[LiveInject], s: Settings, date: str) -> tuple[FeedFile
     for block in live:
         target = block.marker.attr("target") or "all"
         body = redact(block.marker.text).replace("\n---", "\n—")
-        item = FeedItem(f"\n## [[{block.origin}]] → {cut(target, 40)}\n\n{body}", RANK_INJECT)
-        feed.items.append(item)
+        feed.items.append(FeedItem(f"\n## [[{block.origin}]] → {cut(target, 40)}\n\n{body}", RANK_INJECT))
+        # In a project's feed an inject is one list line: the section says what it is.
+        compact = FeedItem(f"- {cut(redact(block.marker.text), INJECT_LINE_CHARS)}", RANK_INJECT)
         everywhere = target == "all" or block.project is None
-        routed.append(Routed(item, block.project, everywhere, target=target))
+        routed.append(Routed(compact, block.project, everywhere, target=target))
     return feed, routed
 
 

@@ -31,7 +31,6 @@ from datetime import datetime, timedelta
 from brain.core.feed_file import (
     NEVER,
     RANK_HOT,
-    RANK_INJECT,
     FeedFile,
     FeedItem,
     cut,
@@ -59,7 +58,9 @@ KEEP_TOP_ARCS = 3
 MAX_FILES, FILES_PER_LINE = 36, 12
 MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS = 14, 20, 6
 MAX_TODOS, MAX_LESSONS = 8, 10
-ARC_FILES = 5
+ARC_FILES, IN_PLAY_FILES = 5, 8
+#: Scratch files an agent wrote outside the repository: never worth a line.
+SCRATCH_PREFIXES = ("/tmp/", "/var/tmp/", "/private/tmp/", "/private/var/folders/")
 UNKNOWN_PROJECTS = frozenset({"", "unknown"})
 
 # Cut order inside a project file (lowest first); handoff and the top arcs are never cut.
@@ -165,7 +166,7 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
     where = f" on branch `{_text(arc.branch, 60)}`" if arc.branch else ""
     line = f"- Last session ({when}{where}): {what}"
     if arc.last_prompt:
-        line += f". It stopped at: \"{_text(arc.last_prompt, 200)}\""
+        line += f" — stopped at: \"{_text(arc.last_prompt, 200)}\""
     items = [FeedItem(line, NEVER, section=HANDOFF)]
     todos = sorted(
         ((_priority(m.attr("priority")), index, m.text)
@@ -176,12 +177,23 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
         shown = "; ".join(_text(text, 100) for _, _, text in todos[:MAX_TODOS])
         items.append(FeedItem(f"- Open todos: {shown}", RANK_HANDOFF, section=HANDOFF))
     if arc.open_errors:
-        errors = "; ".join(f"`{_text(e, 120).replace('`', '')}`" for e in arc.open_errors[:MAX_ERRORS])
+        errors = "; ".join(error_text(e) for e in arc.open_errors[:MAX_ERRORS])
         items.append(FeedItem(f"- Unresolved errors: {errors}", RANK_HANDOFF, section=HANDOFF))
-    if arc.files:
-        items.append(FeedItem(f"- Files in play: {code_list(_text(f, 100) for f in arc.files[:10])}",
+    in_play = files_in_play(arc)
+    if in_play:
+        items.append(FeedItem(f"- Files in play: {code_list(_text(f, 100) for f in in_play)}",
                               RANK_HANDOFF, section=HANDOFF))
     return items
+
+
+def files_in_play(arc: ArcInfo) -> list[str]:
+    return [f for f in arc.files if not f.startswith(SCRATCH_PREFIXES)][:IN_PLAY_FILES]
+
+
+def error_text(error: str) -> str:
+    """An error as one short code span (extractors keep escaped newlines: ``\\n``)."""
+    flat = error.replace("\\n", " ").replace("\\t", " ").replace("`", "")
+    return f"`{_text(flat, 100)}`"
 
 
 def _priority(value: str | None) -> int:
@@ -199,7 +211,8 @@ def recent_work(arcs: list[ProjectArc]) -> list[FeedItem]:
         what = _text(arc.title, 100)
         if arc.summary:
             what += f" — {_text(arc.summary, 160)}"
-        files = f"; files: {code_list(_text(f, 80) for f in arc.files[:ARC_FILES])}" if arc.files else ""
+        main_files = files_in_play(arc)[:ARC_FILES]
+        files = f"; files: {code_list(_text(f, 80) for f in main_files)}" if main_files else ""
         scripted = " (scripted run)" if pa.scripted else ""
         rank = NEVER if index < KEEP_TOP_ARCS - 1 else RANK_ARC
         items.append(FeedItem(f"- {day} · {what}{scripted}{files}", rank, section=RECENT))
@@ -231,7 +244,9 @@ def lessons(arcs: list[ProjectArc]) -> list[FeedItem]:
 def used_here(arcs: list[ProjectArc]) -> list[FeedItem]:
     window = arcs[:AGGREGATE_ARCS]
     items = []
-    files = ranked((pa.arc.files for pa in window), MAX_FILES)
+    shown = set(files_in_play(arcs[0].arc)) if arcs else set()
+    files = [f for f in ranked((pa.arc.files for pa in window), MAX_FILES + len(shown))
+             if f not in shown and not f.startswith(SCRATCH_PREFIXES)][:MAX_FILES]
     for start in range(0, len(files), FILES_PER_LINE):
         chunk = code_list(_text(f, 100) for f in files[start : start + FILES_PER_LINE])
         label = "Files" if start == 0 else "More files"
@@ -248,8 +263,8 @@ def used_here(arcs: list[ProjectArc]) -> list[FeedItem]:
     errors = [e for e in ranked((pa.arc.open_errors for pa in window), MAX_ERRORS + len(latest_errors))
               if e not in latest_errors][:MAX_ERRORS]
     if errors:
-        shown = "; ".join(f"`{_text(e, 120).replace('`', '')}`" for e in errors)
-        items.append(FeedItem(f"- Errors seen: {shown}", RANK_ERRORS_SEEN, section=USED))
+        listed = "; ".join(error_text(e) for e in errors)
+        items.append(FeedItem(f"- Errors seen: {listed}", RANK_ERRORS_SEEN, section=USED))
     return items
 
 
@@ -270,7 +285,7 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     signal_items = [replace(r.item, section=SIGNALS) for r in mine]
     if mine:
         feed.severity = mine[0].severity or "info"
-    inject_items = [replace(item, rank=RANK_INJECT) for item in routed_for(project, injects, INJECTED)]
+    inject_items = routed_for(project, injects, INJECTED)
     feed.items = [
         *handoff(project, arcs),
         *signal_items,

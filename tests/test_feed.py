@@ -1,0 +1,259 @@
+"""The brain-feed a tick writes: per-project files and their index, no filler, the budget cut
+of critical signals, scripted runs below real work, bad ``ttl_days`` (SPEC §7, §12; issue 11
+items 3-4, issue 12 items 6 and 12)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brain.core import feed, keeper
+from brain.core.model import Note, parse_note
+from brain.settings import Settings
+from tests.support.vaults import run_tick_json, write_arc
+
+GOLDEN = Path(__file__).parent / "golden" / "projects"
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def work(**keys: Any) -> dict[str, Any]:
+    return {"project": "alpha", "cwd": "/home/u/src/alpha", **keys}
+
+
+def build_project_vault(vault: Path) -> None:
+    """Two projects and an operator note: every section of a project feed, and what crosses over."""
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-fix-the-importer-0123456789a1", title="Fix the importer",
+              sessions=["a1", "a2"], tool_calls=240, created="2026-11-21T08:00:00Z",
+              last_active="2026-11-21T10:30:00Z",
+              extra=work(branch="fix/importer",
+                         files=["lib/importer.py", "lib/parse.py", "tests/test_importer.py", "/tmp/scratch.txt"],
+                         commands=["uv run pytest", "uv run ruff"],
+                         open_errors=["KeyError: 'rows'\\n  in parse_rows"],
+                         identifiers=["parse_rows", "ALPHA-42"],
+                         last_prompt="now make the CSV path handle empty files"),
+              body="## Lessons\n\n<!-- @lesson source=a1:12 -->\n`uv run pytest` failed with KeyError; fixed by "
+                   "editing `lib/parse.py`.\n<!-- @/lesson -->\n"
+                   "<!-- @decision date=2026-11-21 -->\nKeep the importer streaming; no pandas.\n<!-- @/decision -->\n"
+                   "<!-- @todo priority=2 -->\nHandle empty CSV files\n<!-- @/todo -->\n"
+                   "<!-- @todo priority=1 -->\nRe-run the nightly import\n<!-- @/todo -->\n"
+                   "<!-- @signal severity=warning source=ci -->\nCI is flaky on the importer tests.\n<!-- @/signal -->\n"
+                   "<!-- @inject target=claude.md -->\nRun `uv run pytest -x` before committing.\n<!-- @/inject -->\n")
+    write_arc(vault, "clusters/2026-11-19", "2026-11-19-importer-schema-0123456789a2", title="Importer schema",
+              sessions=["a3"], tool_calls=80, created="2026-11-19T09:00:00Z", last_active="2026-11-19T11:00:00Z",
+              extra=work(cwd="/home/u/src/alpha/lib", branch="main",
+                         files=["lib/schema.py", "lib/importer.py"], commands=["uv run pytest", "make lint"],
+                         identifiers=["SchemaV2"], open_errors=["ValidationError: bad date"]))
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-reply-with-hello-0123456789a3", title="Reply with HELLO",
+              sessions=["a4"], tool_calls=1, created="2026-11-21T11:00:00Z", last_active="2026-11-21T11:00:20Z",
+              extra={**work(files=["hello.txt"]),
+                     "activity": {"sessions": 1, "user_turns": 1, "tool_calls": 1, "errors": 0, "joy": 0,
+                                  "compactions": 0}})
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-beta-outage-0123456789b1", title="Beta outage",
+              sessions=["b1", "b2", "b3"], tool_calls=600, created="2026-11-20T08:00:00Z",
+              last_active="2026-11-20T20:00:00Z",
+              extra={"project": "beta", "cwd": "/srv/beta", "files": ["cmd/server.go"], "commands": ["go test"]},
+              body="<!-- @signal severity=critical source=beta-db -->\nBeta primary DB refuses writes.\n<!-- @/signal -->\n"
+                   "<!-- @signal severity=info source=beta-ci -->\nBeta nightly build slower.\n<!-- @/signal -->\n"
+                   "<!-- @inject target=all -->\nFreeze deploys until Monday.\n<!-- @/inject -->\n"
+                   "<!-- @inject target=claude.md -->\nBeta only: use go 1.23.\n<!-- @/inject -->\n")
+    (vault / "daily").mkdir(exist_ok=True)
+    (vault / "daily" / "2026-11-21.md").write_text(
+        "# Daily\n<!-- @inject target=claude.md -->\nThe operator is on call today.\n<!-- @/inject -->\n")
+
+
+def test_golden_project_feeds(vault: Path) -> None:
+    build_project_vault(vault)
+    code, report = run_tick_json(vault)
+    assert code == 0, report
+    folder = vault / "brain-feed" / "projects"
+    written = sorted(p.name for p in folder.iterdir())
+    assert written == ["alpha.md", "beta.md", "index.json"]
+    for name in written:
+        actual = (folder / name).read_text()
+        golden = GOLDEN / name
+        if os.environ.get("UPDATE_GOLDEN"):
+            golden.parent.mkdir(parents=True, exist_ok=True)
+            golden.write_text(actual)
+        assert actual == golden.read_text(), f"{name} differs from {golden} (make golden to refresh after review)"
+
+
+def project_feed(vault: Path, name: str = "alpha") -> str:
+    return (vault / "brain-feed" / "projects" / f"{name}.md").read_text()
+
+
+def test_project_feed_sections_in_order_and_what_crosses_projects(vault: Path) -> None:
+    build_project_vault(vault)
+    run_tick_json(vault)
+    alpha = project_feed(vault)
+    headings = ["# alpha: where we left off", "## Signals", "## Recent work here", "## Lessons and decisions",
+                "## Used here recently", "## Injected context"]
+    assert [alpha.index(h) for h in headings] == sorted(alpha.index(h) for h in headings)
+    handoff = alpha[: alpha.index("## Signals")]
+    assert "fix/importer" in handoff and "now make the CSV path handle empty files" in handoff
+    assert handoff.index("Re-run the nightly import") < handoff.index("Handle empty CSV files")  # priority 1 first
+    assert "KeyError: 'rows' in parse_rows" in handoff and "`lib/importer.py`" in handoff
+    assert "/tmp/scratch.txt" not in alpha  # an agent's scratch file is not work
+    assert "Beta primary DB refuses writes." in alpha  # critical from another project
+    assert "Beta nightly build slower." not in alpha  # info from another project stays there
+    assert "Freeze deploys until Monday." in alpha and "The operator is on call today." in alpha
+    assert "Beta only: use go 1.23." not in alpha  # another project's own inject
+    assert "`uv run pytest`" in alpha and "`make lint`" in alpha and "`SchemaV2`" in alpha
+    assert "ValidationError: bad date" in alpha  # an error seen in an older arc
+    assert "Keep the importer streaming" in alpha and "fixed by editing `lib/parse.py`" in alpha
+    beta = project_feed(vault, "beta")
+    assert "CI is flaky" not in beta and "Fix the importer" not in beta
+
+
+def test_index_maps_projects_and_recorded_cwds(vault: Path) -> None:
+    build_project_vault(vault)
+    run_tick_json(vault)
+    index = json.loads((vault / "brain-feed/projects/index.json").read_text())
+    assert index["projects"]["alpha"]["file"] == "projects/alpha.md"
+    assert index["roots"] == {"/home/u/src/alpha": "alpha", "/home/u/src/alpha/lib": "alpha", "/srv/beta": "beta"}
+    assert index["generated"] == "2026-11-21T12:00:00Z" and index["ttl"] == 7200
+
+
+def test_scripted_one_shot_runs_rank_below_real_work(vault: Path) -> None:
+    build_project_vault(vault)
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-say-ok-0123456789a5", title="Say OK",
+              sessions=["s1", "s2", "s3"], tool_calls=3000, created="2026-11-21T11:30:00Z",
+              last_active="2026-11-21T11:30:30Z", heat=10,
+              extra={**work(), "activity": {"sessions": 3, "user_turns": 1, "tool_calls": 3000, "errors": 0,
+                                            "joy": 0, "compactions": 0}})
+    run_tick_json(vault)
+    hot = (vault / "brain-feed/hot-arcs.md").read_text()
+    rows = [line for line in hot.splitlines() if line.startswith("| [[")]
+    assert "say-ok" in rows[-1] or "reply-with-hello" in rows[-1]
+    assert rows.index(next(r for r in rows if "say-ok" in r)) > rows.index(next(r for r in rows if "beta-outage" in r))
+    alpha = project_feed(vault)
+    assert "Fix the importer" in alpha[: alpha.index("## Signals")]  # the handoff is real work, not the newest run
+    recent = alpha[alpha.index("## Recent work here"): alpha.index("## Lessons")]
+    assert recent.index("Importer schema") < recent.index("Say OK (scripted run)")
+
+
+def test_no_filler_lines_and_no_diff_line_per_move(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-09-01", "2026-09-01-old-a-0123456789c1", created="2026-09-01T10:00:00Z",
+              last_active="2026-09-01T10:00:00Z", status="complete", heat=1)
+    write_arc(vault, "clusters/2026-09-01", "2026-09-01-old-b-0123456789c2", created="2026-09-01T10:00:00Z",
+              last_active="2026-09-01T10:00:00Z", status="complete", heat=1)
+    code, _ = run_tick_json(vault)
+    assert code == 0
+    folder = vault / "brain-feed"
+    for name in ("inject.md", "signals.md", "hot-arcs.md"):
+        text = (folder / name).read_text()
+        assert text.startswith("---\n") and text.endswith("---\n") and text.count("---\n") == 2, name
+    diff = (folder / "last-tick-diff.md").read_text()
+    assert "- 2 graduated" in diff and "graduated [[" not in diff
+    everything = "".join(p.read_text() for p in folder.rglob("*.md"))
+    for filler in ("Nothing to inject.", "No open signals.", "(no arcs yet)", "Nothing changed."):
+        assert filler not in everything
+
+
+# --- core: the budget cut and bad values ----------------------------------------------------
+
+
+def note_of(path: str, text: str) -> Note:
+    data = text.encode()
+    return parse_note(path, data, size=len(data), mtime_ns=0, sha1=hashlib.sha1(data).hexdigest())
+
+
+def arc_note(cluster_id: str, body: str = "", project: str = "alpha", **meta: Any) -> Note:
+    front = {"cluster_id": cluster_id, "title": cluster_id, "status": "active", "created": "2026-11-20T10:00:00Z",
+             "last_active": "2026-11-21T10:00:00Z", "project": project, "source_sessions": ["s"], **meta}
+    lines = "".join(f"{k}: {json.dumps(v)}\n" for k, v in front.items())
+    return note_of(f"clusters/2026-11-20/{cluster_id}.md", f"---\n{lines}---\n# T\n\n{body}")
+
+
+def build(notes: list[Note], **settings: Any) -> feed.BuiltFeed:
+    s = Settings(**settings)
+    decisions = keeper.decide(notes, NOW, s)
+    return feed.build_feed(feed.FeedInputs(notes=tuple(notes), decisions=decisions.arcs, now=NOW, settings=s))
+
+
+def rendered(built: feed.BuiltFeed, name: str) -> str:
+    return next(f.render() for f in built.files if f.name == name)
+
+
+def test_sixty_critical_signals_are_shortened_before_any_is_dropped_and_drops_are_counted() -> None:
+    body = "".join(
+        f"<!-- @signal severity=critical source=svc-{i:02d} -->\nService {i:02d} {'is failing badly ' * 12}\n"
+        f"<!-- @/signal -->\n" for i in range(60)
+    )
+    body += "<!-- @signal severity=nuclear source=core -->\nCore cluster lost quorum.\n<!-- @/signal -->\n"
+    notes = [arc_note("2026-11-20-fire-0123456789d1", body)]
+    for budget in (2000, 800):
+        built = build(notes, feed_token_budget=budget)
+        signals = rendered(built, "signals.md")
+        assert sum(feed.tokens(f.render()) for f in built.files if f.budgeted) <= budget
+        assert "Core cluster lost quorum." in signals
+        critical = [line for line in signals.splitlines() if line.startswith("- **CRITICAL**")]
+        short = [line for line in critical if "[[" not in line and len(line) <= 120]
+        dropped = 60 - len(critical)
+        if budget == 2000:  # shortening alone makes them fit: all 60 are there
+            assert dropped == 0 and short and "more critical signal" not in signals
+        else:  # every one is shortened before any is dropped, and the drops are counted
+            assert dropped > 0 and short == critical
+            assert f"{dropped} more critical signal{'s' if dropped != 1 else ''} in the vault" in signals
+        project = rendered(built, "projects/alpha.md")
+        assert feed.tokens(project) <= budget and "Core cluster lost quorum." in project
+
+
+def test_few_critical_signals_keep_their_full_line() -> None:
+    body = "<!-- @signal severity=critical source=db -->\nPrimary slow.\n<!-- @/signal -->\n"
+    signals = rendered(build([arc_note("2026-11-20-db-0123456789d2", body)]), "signals.md")
+    assert "- **CRITICAL** `db` in [[2026-11-20-db-0123456789d2]]: Primary slow." in signals
+
+
+@pytest.mark.parametrize("ttl", ["99999999999999999999", "-3", "40000", "soon"])
+def test_a_bad_inject_ttl_days_is_reported_with_its_path_and_never_raises(ttl: str) -> None:
+    block = f"<!-- @inject target=all ttl_days={ttl} -->\nStill here.\n<!-- @/inject -->\n"
+    operator = note_of("notes/2026-11-20-plan.md", f"# Plan\n\n{block}")
+    built = build([arc_note("2026-11-20-arc-0123456789d3", block), operator])
+    paths = sorted(p.path for p in built.problems)
+    assert paths == ["clusters/2026-11-20/2026-11-20-arc-0123456789d3.md", "notes/2026-11-20-plan.md"]
+    assert all("ttl_days" in p.message and p.line for p in built.problems)
+    assert rendered(built, "inject.md").count("Still here.") == 2  # the default 30 days applies
+
+
+def test_a_huge_ttl_days_does_not_stop_the_tick(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-ttl-0123456789d4",
+              body="<!-- @inject target=all ttl_days=99999999999999999999 -->\nStill here.\n<!-- @/inject -->\n")
+    code, report = run_tick_json(vault)
+    assert code == 0, report
+    assert "Still here." in (vault / "brain-feed/inject.md").read_text()
+
+
+# --- the arc keys the feed reads -------------------------------------------------------------
+
+
+def test_work_keys_of_bad_shapes_are_ignored() -> None:
+    arc = arc_note("2026-11-20-odd-0123456789e1", files="lib/one.py", commands={"a": 1},
+                   open_errors=[["nested"], {"k": "v"}, None, True, 42, " two\nlines "], identifiers=[],
+                   cwd=["/a"], branch=7, last_prompt={"x": 1}).arc
+    assert arc is not None
+    assert arc.files == () and arc.commands == () and arc.identifiers == ()
+    assert arc.open_errors == ("42", "two lines")
+    assert arc.cwd is None and arc.branch == "7" and arc.last_prompt is None
+    hostile = arc_note("2026-11-20-big-0123456789e2", files=[f"f{i}.py" for i in range(10_000)],
+                       last_prompt="x" * 100_000).arc
+    assert hostile is not None and len(hostile.files) == 50 and len(hostile.last_prompt or "") == 500
+
+
+def test_work_keys_survive_the_parse_cache(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-cached-0123456789e3",
+              extra=work(files=["lib/cached.py"], commands=["make test"]))
+    run_tick_json(vault)
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-later-0123456789e4", last_active="2026-11-19T12:00:00Z",
+              extra=work(files=["lib/later.py"]))
+    code, report = run_tick_json(vault)  # the first arc comes from the parse cache this time
+    assert code == 0, report
+    alpha = project_feed(vault)
+    assert "`lib/cached.py`" in alpha and "`make test`" in alpha and "`lib/later.py`" in alpha
+    note = Note.from_json(note_of("a.md", "---\ncluster_id: x1\nfiles: [a.py]\ncwd: /w\n---\n").to_json())
+    assert note.arc is not None and note.arc.files == ("a.py",) and note.arc.cwd == "/w"
