@@ -291,3 +291,32 @@ def test_until_cuts_a_chat_at_that_instant() -> None:
     assert session.user_turns == sum(1 for m in kept if m["type"] == "user") == 2
     assert session.tool_calls == sum(len(m.get("toolCalls", [])) for m in kept)
     assert session.end <= datetime(2026, 1, 16, 12, tzinfo=UTC)
+
+
+def test_work_items_match_an_independent_reading_of_the_tool_calls() -> None:
+    sessions = {s.session_id: s for s in run(GEMINI).sessions}
+    for path in chats():
+        data = json.loads(path.read_bytes())
+        session = sessions[data["sessionId"]]
+        calls = [c for m in data["messages"] for c in m.get("toolCalls", [])]
+        root = session.cwd + "/"
+
+        def rel(value: str, root: str = root) -> str:
+            return value[len(root):] if value.startswith(root) else value
+
+        edited: dict[str, int] = {}
+        read: dict[str, int] = {}
+        for call in calls:
+            target = call["args"].get("file_path")
+            if call["name"] in ("write_file", "replace"):
+                edited[rel(target)] = edited.get(rel(target), 0) + 1
+            elif call["name"] == "read_file":
+                read[rel(target)] = read.get(rel(target), 0) + 1
+        assert dict(session.files_edited) == edited
+        assert dict(session.files_read) == read
+        todos = [c["args"]["todos"] for c in calls if c["name"] == "write_todos"]
+        assert [(t.status, t.text) for t in session.todos] == (
+            [(t["status"], t["description"]) for t in todos[-1]] if todos else [])
+        assert list(session.prompts) == [m["content"] for m in data["messages"] if m["type"] == "user"][:6]
+        answers = [m["content"] for m in data["messages"] if m["type"] == "gemini" and m["content"].strip()]
+        assert session.last_state[:60] == answers[-1][:60]

@@ -87,6 +87,8 @@ def conversation(sid: str = SID, parent: str | None = None) -> tuple[dict[str, A
     ]
     messages[3][1].append({"id": f"prt_patch_{sid}", "sessionID": sid, "messageID": messages[3][0]["id"], "type": "patch",
                            "hash": "abc", "files": [f"{PROJECT}/src/app.ts", f"{PROJECT}/src/util.ts"]})
+    messages[3][1].insert(-1, {"id": f"prt_txt_{sid}", "sessionID": sid, "messageID": messages[3][0]["id"],
+                               "type": "text", "text": "Done: the clown file is written."})
     messages[2][1].append({"id": f"prt_syn_{sid}", "sessionID": sid, "messageID": messages[2][0]["id"], "type": "text",
                            "text": "<system-reminder>injected</system-reminder>", "synthetic": True})
     return info, messages
@@ -258,3 +260,12 @@ def test_until_leaves_out_later_messages(tmp_path: Path) -> None:
     session = run(tmp_path, until=cut.isoformat().replace("+00:00", "Z")).sessions[0]
     assert (session.user_turns, session.assistant_turns, session.tool_calls) == (1, 1, 2)
     assert session.end <= cut and session.files_touched == ("AGENTS.md",)
+
+
+def test_work_items(tmp_path: Path) -> None:
+    write_database(tmp_path, [conversation()])
+    session = run(tmp_path).sessions[0]
+    assert dict(session.files_edited) == {"AGENTS.md": 1, "src/app.ts": 1}
+    assert dict(session.files_read) == {"README.md": 1}
+    assert session.prompts == ("write an AGENTS.md file in this folder that says that you're a clown", "thanks, perfect")
+    assert session.last_state == "Done: the clown file is written."

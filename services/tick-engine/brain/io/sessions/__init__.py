@@ -27,7 +27,9 @@ from typing import IO, Any
 
 from brain.core.clustering import Session, is_joyful
 from brain.core.redaction import clean_text, redact
+from brain.core.session import MAX_PROMPTS
 from brain.core.timeutil import parse_instant
+from brain.core.worklog import WorkLog
 
 __all__ = [
     "AGENTS",
@@ -324,6 +326,54 @@ def relative_file(path: str, cwd: str) -> str:
 def top_tools(counts: Counter[str]) -> tuple[tuple[str, int], ...]:
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return tuple((one_line(name, 80), count) for name, count in ranked[:TOP_TOOLS] if name)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as a session's work log needs it (readers that must buffer calls keep these)."""
+
+    name: str
+    call_id: str
+    edit: str = ""
+    read: tuple[str, ...] = ()
+    command: str = ""
+    todos: tuple[tuple[str, str], ...] | None = None
+    error: bool = False
+    output: str = ""  # kept only for a failed call (its error signature)
+
+
+def feed_work(work: WorkLog, line: int, tool: ToolCall) -> None:
+    """One tool call into the session's work log (then its result, which the call carries)."""
+    if tool.edit:
+        work.file_edited(tool.edit, line)
+        work.tool(tool.call_id, line, tool.name, tool.edit)
+    elif tool.read:
+        for path in tool.read:
+            work.file_read(path)
+        work.tool(tool.call_id, line, tool.name, tool.read[0] if len(tool.read) == 1 else "")
+    elif tool.command:
+        work.shell(tool.call_id, line, tool.command)
+    else:
+        if tool.todos is not None:
+            work.todos(list(tool.todos))
+        work.tool(tool.call_id, line, tool.name)
+    work.result(tool.call_id, line, tool.error, tool.output)
+
+
+def work_fields(work: WorkLog, prompts: list[str], last_text: str) -> dict[str, Any]:
+    """The work items a :class:`Session` carries, redacted: what ``work`` saw, the first
+    human prompts (at most ``MAX_PROMPTS``, in order) and the last assistant text."""
+    return {
+        "files_edited": tuple((one_line(p, 500), n) for p, n in work.files_edited()),
+        "files_read": tuple((one_line(p, 500), n) for p, n in work.files_read()),
+        "commands": tuple((one_line(c, 120), n) for c, n in work.ranked_commands()),
+        "failures": work.failures(),
+        "identifiers": tuple(one_line(i, 120) for i in work.identifier_list()),
+        "prompts": tuple(one_line(clean_prompt(text), 300) for text in prompts[:MAX_PROMPTS]),
+        "last_state": one_line(clean_prompt(last_text), 300),
+        "todos": work.todo_list(),
+        "lessons": work.lessons(),
+    }
 
 
 def most_common(counts: Counter[str]) -> str:

@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brain.core.session import MAX_PROMPTS
+from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
     PROMPT_KEEP_CHARS,
@@ -50,7 +52,9 @@ from brain.io.sessions import (
     Session,
     SessionReader,
     TimeRange,
+    ToolCall,
     clean_prompt,
+    feed_work,
     from_key,
     iter_records,
     one_line,
@@ -59,6 +63,7 @@ from brain.io.sessions import (
     relative_file,
     time_key,
     top_tools,
+    work_fields,
 )
 
 AGENT = "gemini-cli"
@@ -69,6 +74,7 @@ MAX_JSON_BYTES = 64 * 1024 * 1024
 EDIT_TOOLS = frozenset({"write_file", "replace", "edit", "smart_edit"})
 #: Tool arguments that hold a path (a file or a folder).
 PATH_ARGS = ("file_path", "absolute_path", "path", "dir_path", "directory")
+_TODO_STATUSES = ("pending", "in_progress", "completed")
 #: User text the CLI injected, not the human.
 HARNESS_PREFIXES = ("<session_context>", "<state_snapshot>", "This is the Gemini CLI. We are setting up the context")
 _DECODER = json.JSONDecoder()
@@ -140,6 +146,8 @@ class _Message:
     kind: str
     key: str | None
     prompt: str | None = None
+    text: str = ""  # an answer's own text (the session's last state)
+    calls: tuple[ToolCall, ...] = ()
     tools: tuple[str, ...] = ()
     errors: int = 0
     edits: tuple[str, ...] = ()
@@ -164,6 +172,7 @@ def digest(message: dict[str, Any]) -> _Message | None:
     edits: list[str] = []
     anchors: list[tuple[str, bool]] = []
     resolved: list[str] = []
+    work: list[ToolCall] = []
     errors = 0
     calls = message.get("toolCalls")
     for call in calls if isinstance(calls, list) else []:
@@ -172,11 +181,12 @@ def digest(message: dict[str, Any]) -> _Message | None:
         name = call.get("name")
         name = name if isinstance(name, str) else ""
         tools.append(name)
-        if call.get("status") == "error":
-            errors += 1
+        failed = call.get("status") == "error"
+        errors += failed
         args = call.get("args")
         if not isinstance(args, dict):
             continue
+        work.append(_tool(name, call, args, failed))
         output: str | None = None
         for arg in PATH_ARGS:
             value = args.get(arg)
@@ -194,8 +204,31 @@ def digest(message: dict[str, Any]) -> _Message | None:
         many = args.get("paths")
         if isinstance(many, list):
             anchors.extend((p, False) for p in many[:50] if isinstance(p, str) and _is_absolute(p))
-    return _Message(kind, key, tools=tuple(tools), errors=errors, edits=tuple(edits), anchors=tuple(anchors),
-                    resolved=tuple(resolved))
+    text = _content_text(message.get("content")).strip()[:4000]
+    return _Message(kind, key, text=text, calls=tuple(work), tools=tuple(tools), errors=errors, edits=tuple(edits),
+                    anchors=tuple(anchors), resolved=tuple(resolved))
+
+
+def _tool(name: str, call: dict[str, Any], args: dict[str, Any], failed: bool) -> ToolCall:
+    raw_id = call.get("id")
+    call_id = raw_id if isinstance(raw_id, str) else ""
+    output = _outputs(call)[:6000] if failed else ""
+    path = next((args[a] for a in ("file_path", "absolute_path") if isinstance(args.get(a), str) and args[a]), "")
+    if name in EDIT_TOOLS and path:
+        return ToolCall(name, call_id, edit=path, error=failed, output=output)
+    if name == "read_file" and path:
+        return ToolCall(name, call_id, read=(path,), error=failed, output=output)
+    if name == "read_many_files" and isinstance(args.get("paths"), list):
+        return ToolCall(name, call_id, read=tuple(p for p in args["paths"][:50] if isinstance(p, str)), error=failed,
+                     output=output)
+    if name == "run_shell_command" and isinstance(args.get("command"), str):
+        return ToolCall(name, call_id, command=args["command"][:4000], error=failed, output=output)
+    if name == "write_todos" and isinstance(args.get("todos"), list):
+        todos = tuple((str(t.get("status")) if t.get("status") in _TODO_STATUSES else "pending",
+                       one_line(t.get("description"), 300))
+                      for t in args["todos"][:40] if isinstance(t, dict) and isinstance(t.get("description"), str))
+        return ToolCall(name, call_id, todos=todos, error=failed, output=output)
+    return ToolCall(name, call_id, error=failed, output=output)
 
 
 @dataclass
@@ -404,18 +437,29 @@ def _session(chat: _Chat, cwd: str, skipped: int, subagents: list[_Chat]) -> Ses
     figures = _Figures()
     prompts = PromptTrack()
     times = TimeRange()
+    work = WorkLog((chat.session_id or chat.fallback_id)[:8], cwd=cwd)
+    first_prompts: list[str] = []
+    last_text = ""
     assistant = 0
-    for message in chat.messages.values():
+    for line, message in enumerate(chat.messages.values(), 1):  # the message's place stands for its line
         times.add(message.key)
         figures.add(message)
+        for tool in message.calls:
+            feed_work(work, line, tool)
         if message.kind == "gemini":
             assistant += 1
+            last_text = message.text or last_text
         elif message.kind == "user" and message.prompt:
             prompts.add(message.key, message.prompt)
+            work.prompt(line, message.prompt, (message.key or "")[:10])
+            if len(first_prompts) < MAX_PROMPTS:
+                first_prompts.append(message.prompt[:2000])
     for agent in subagents:
         skipped += agent.skipped
         for message in agent.messages.values():
             figures.add(message)
+            for tool in message.calls:
+                feed_work(work, 0, tool)
     if not chat.messages:
         return None
     times.add(chat.start if times.first is None else None)
@@ -444,6 +488,7 @@ def _session(chat: _Chat, cwd: str, skipped: int, subagents: list[_Chat]) -> Ses
         compactions=0,
         subagents=len(subagents),
         skipped_lines=skipped,
+        **work_fields(work, first_prompts, last_text),
     )
 
 

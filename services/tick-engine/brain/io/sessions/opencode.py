@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brain.core.session import MAX_PROMPTS
+from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
     PROMPT_KEEP_CHARS,
@@ -51,7 +53,9 @@ from brain.io.sessions import (
     Session,
     SessionReader,
     TimeRange,
+    ToolCall,
     clean_prompt,
+    feed_work,
     from_key,
     most_common,
     one_line,
@@ -60,6 +64,7 @@ from brain.io.sessions import (
     relative_file,
     time_key,
     top_tools,
+    work_fields,
 )
 
 AGENT = "opencode"
@@ -149,6 +154,42 @@ class _Message:
     key: str | None
     text: list[str] = field(default_factory=list)
     images: bool = False
+    calls: list[ToolCall] = field(default_factory=list)  # parts can arrive out of order: fed in message order
+
+
+def tool_call(part: dict[str, Any]) -> ToolCall | None:
+    """A ``tool`` part as the work log needs it."""
+    name, state = part.get("tool"), part.get("state")
+    if not isinstance(name, str) or not isinstance(state, dict):
+        return None
+    raw_id = part.get("callID")
+    call_id = raw_id if isinstance(raw_id, str) else ""
+    failed = state.get("status") == "error"
+    error = state.get("error") if isinstance(state.get("error"), str) else state.get("output")
+    output = str(error)[:6000] if failed and error is not None else ""
+    status = state.get("status")
+    if status not in ("completed", "error"):
+        call_id = ""  # never finished: no result to resolve or fail
+    raw_args = state.get("input")
+    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+    path = args.get("filePath") if isinstance(args.get("filePath"), str) else ""
+    if name in EDIT_TOOLS and path:
+        return ToolCall(name, call_id, edit=path, error=failed, output=output)
+    patch = args.get("patchText")
+    if isinstance(patch, str) and "*** " in patch:
+        files = [m.group(1).strip() for m in _PATCH_FILE.finditer(patch)]
+        if files:
+            return ToolCall(name, call_id, edit=files[0], error=failed, output=output)
+    if name == "read" and path:
+        return ToolCall(name, call_id, read=(path,), error=failed, output=output)
+    if name == "bash" and isinstance(args.get("command"), str):
+        return ToolCall(name, call_id, command=args["command"][:4000], error=failed, output=output)
+    if name == "todowrite" and isinstance(args.get("todos"), list):
+        todos = tuple((str(t.get("status")) if t.get("status") in ("pending", "in_progress", "completed") else "pending",
+                       one_line(t.get("content"), 300))
+                      for t in args["todos"][:40] if isinstance(t, dict) and isinstance(t.get("content"), str))
+        return ToolCall(name, call_id, todos=todos, error=failed, output=output)
+    return ToolCall(name, call_id, error=failed, output=output)
 
 
 @dataclass
@@ -168,6 +209,9 @@ class _OpenSession:
     subagents: int = 0
     skipped: int = 0
     until: str | None = None  # messages created later are left out (``brain extract --until``)
+    work: WorkLog | None = None
+    first_prompts: list[str] = field(default_factory=list)
+    last_text: str = ""
 
     def info(self, data: dict[str, Any]) -> None:
         for key, name in (("directory", "directory"), ("parentID", "parent_id"), ("parent_id", "parent_id")):
@@ -206,8 +250,14 @@ class _OpenSession:
         if kind == "compaction":
             self.compactions += 1
         self.figures.part(data)
-        message = self.messages.get(mid)
-        if message is None or message.role != "user":
+        message = self.messages[mid]
+        if kind == "tool":
+            call = tool_call(data)
+            if call is not None:
+                message.calls.append(call)
+        if message.role != "user":
+            if kind == "text" and isinstance(data.get("text"), str) and data["text"].strip() and not data.get("synthetic"):
+                message.text = [data["text"][:4000]]  # an answer's last text part
             return
         if kind == "text" and isinstance(data.get("text"), str) and not data.get("synthetic"):
             if sum(len(t) for t in message.text) < PROMPT_KEEP_CHARS:
@@ -216,13 +266,22 @@ class _OpenSession:
             message.images = True
 
     def close_messages(self) -> None:
-        """Turn the collected user messages into prompts (parts arrive after their message)."""
-        for message in self.messages.values():
-            if message.role != "user":
-                continue
+        """Prompts, answers and tool calls, in message order, once every part is in."""
+        work = self.work = WorkLog(self.session_id[:8], cwd=self.directory or most_common(self.cwds))
+        ordered = sorted(self.messages.items(), key=lambda item: (item[1].key or "~", item[0]))
+        for line, (_mid, message) in enumerate(ordered, 1):  # the message's place stands for its line
+            for call in message.calls:
+                feed_work(work, line, call)
             text = "\n".join(message.text).strip()
+            if message.role != "user":
+                self.last_text = text or self.last_text
+                continue
             if text or message.images:
                 self.prompts.add(message.key, text or "[image]")
+            if text:
+                work.prompt(line, text, (message.key or "")[:10])
+                if len(self.first_prompts) < MAX_PROMPTS:
+                    self.first_prompts.append(text[:2000])
         self.messages.clear()
 
     def session(self) -> Session | None:
@@ -256,6 +315,7 @@ class _OpenSession:
             compactions=self.compactions,
             subagents=self.subagents,
             skipped_lines=self.skipped,
+            **work_fields(self.work or WorkLog(self.session_id[:8], cwd=cwd), self.first_prompts, self.last_text),
         )
 
 
