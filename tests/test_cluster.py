@@ -431,3 +431,101 @@ def test_standalone_dry_run_into_a_new_folder_plans_and_writes_nothing(tmp_path:
     report = json.loads(result.stdout)
     assert len(report["written"]) == 1 and report["problems"] == []
     assert not out.exists()
+
+
+# --- growing sessions keep the operator's text (issue 12 item 3) ----------------------------------------------
+
+
+def _timeline_line(body: str, sid: str) -> str:
+    [line] = [line for line in body.split("\n") if f"brain:session id={sid} " in line]
+    return line
+
+
+def test_a_growing_session_keeps_operator_prose_byte_for_byte(vault: Path) -> None:
+    report = cluster(vault, bundle(session("s1", T0, turns=3, tools=10)))[1]
+    path = vault / report["created"][0]["path"]
+    text = path.read_text(encoding="utf-8")
+    line = _timeline_line(text, "s1")
+    tail = " ← the proxy bug, see [[incident-42]] — ärger"
+    prose = "\nOperator note under the line: do **not** retry the migration.\n  - indented detail\n"
+    edited = text.replace(line, line + tail + prose)
+    path.write_text(edited, encoding="utf-8")
+
+    cluster(vault, bundle(session("s1", T0, minutes=90, turns=5, tools=25)))
+    after = path.read_text(encoding="utf-8")
+    new_line = _timeline_line(after, "s1")
+    assert new_line.endswith(tail) and "5 turns" in new_line and "turns=5" in new_line
+    assert prose in after
+    # Only that one line changed in the body; the frontmatter moved with the new figures.
+    before_body, after_body = edited.split("\n---\n", 1)[1], after.split("\n---\n", 1)[1]
+    changed = [(a, b) for a, b in zip(before_body.split("\n"), after_body.split("\n"), strict=True) if a != b]
+    assert len(changed) == 1 and changed[0][1] == new_line
+
+
+def test_a_hand_edited_timeline_line_keeps_its_visible_text_when_the_session_grows(vault: Path) -> None:
+    report = cluster(vault, bundle(session("s1", T0, turns=3, tools=10)))[1]
+    path = vault / report["created"][0]["path"]
+    text = path.read_text(encoding="utf-8")
+    line = _timeline_line(text, "s1")
+    visible, record = line.split(" <!-- brain:session ", 1)
+    mine = visible.replace("3 turns", "3 turns (the painful one)")
+    path.write_text(text.replace(line, f"{mine} <!-- brain:session {record}"), encoding="utf-8")
+
+    cluster(vault, bundle(session("s1", T0, minutes=90, turns=5, tools=25)))
+    meta, body = arcs_in(vault)[report["created"][0]["cluster_id"]]
+    new_line = _timeline_line(body, "s1")
+    assert new_line.startswith(mine + " <!-- brain:session ")  # the operator's words, byte for byte
+    assert "turns=5" in new_line and meta["activity"]["user_turns"] == 5  # the record still follows the session
+    before = path.read_bytes()
+    cluster(vault, bundle(session("s1", T0, minutes=90, turns=5, tools=25)))
+    assert path.read_bytes() == before
+
+
+# --- work keys, resumed and merged sessions --------------------------------------------------------------------
+
+
+def test_arcs_carry_the_work_and_merged_sessions_stay_visible(vault: Path) -> None:
+    first = session("w1", T0, prompt="Hey Claude, can you fix the cart total rounding?", files_edited={"src/cart.py": 3},
+                    files_read={"README.md": 1, "src/money.py": 2}, commands={"uv run pytest": 4},
+                    identifiers=["cart_total"], failures=[{"text": "AssertionError: 10.01 != 10.0", "resolved": True,
+                                                           "line": 9, "command": "uv run pytest"}])
+    second = session("w2", T0 + timedelta(hours=1), prompt="now the invoice PDF export",
+                     files_edited={"src/invoice.py": 2}, commands={"npm run build": 1},
+                     failures=[{"text": "TypeError: x is undefined", "resolved": False, "line": 4,
+                                "command": "npm run build"}],
+                     todos=[{"status": "in_progress", "text": "export totals"}, {"status": "completed", "text": "a"}],
+                     last_prompt="the PDF still shows NaN", last_state="Stopped at the PDF renderer")
+    report = cluster(vault, bundle(first, second))[1]
+    [created] = report["created"]
+    meta, body = arcs_in(vault)[created["cluster_id"]]
+    assert meta["title"] == "Fix the cart total rounding"
+    assert meta["files"] == ["src/cart.py", "src/invoice.py", "src/money.py", "README.md"]  # edited, read, generic
+    assert meta["commands"] == ["uv run pytest", "npm run build"]
+    assert meta["open_errors"] == ["TypeError: x is undefined (npm run build)"]  # the latest session's only
+    assert meta["last_prompt"] == "the PDF still shows NaN" and meta["last_state"] == "Stopped at the PDF renderer"
+    assert meta["identifiers"] == ["cart_total"]
+    assert "“Fix the cart total rounding”" in _timeline_line(body, "w1")
+    assert "“now the invoice PDF export”" in _timeline_line(body, "w2")
+    assert "<!-- @todo priority=2 source=w2 -->export totals<!-- @/todo -->" in body and ">a<!--" not in body
+
+    # A later session that resumes w2 joins the arc however late it comes, and says so.
+    resumed = session("w3", T0 + timedelta(days=2), prompt="continue", continues="w2",
+                      todos=[{"status": "pending", "text": "send the PDF"}], last_prompt="ship it")
+    report = cluster(vault, bundle(first, second, resumed), out="clusters/2026-11-22")[1]
+    assert report["created"] == [] and report["updated"][0]["joined"] == ["w3"]
+    meta, body = arcs_in(vault)[created["cluster_id"]]
+    assert "resumed from `w2`" in _timeline_line(body, "w3")
+    assert meta["last_prompt"] == "ship it" and meta["open_errors"] == []
+    assert "source=w2 -->export totals" not in body  # the latest todo state replaced the older one
+    assert "<!-- @todo priority=3 source=w3 -->send the PDF<!-- @/todo -->" in body
+    before = tree_digest(vault, include_state=False)
+    cluster(vault, bundle(first, second, resumed), out="clusters/2026-11-22")
+    assert tree_digest(vault, include_state=False) == before
+
+
+def test_titles_never_leak_secrets_into_ids_or_file_names(vault: Path) -> None:
+    secret = "ghp_" + "Z9" * 18
+    report = cluster(vault, bundle(session("x1", T0, prompt=f"push with {secret} and migrate the schema")))[1]
+    [created] = report["created"]
+    assert "Z9Z9" not in created["path"] and "z9z9" not in created["cluster_id"]
+    assert "Z9Z9" not in (vault / created["path"]).read_text(encoding="utf-8")

@@ -87,8 +87,8 @@ def extract(
 
         if vault is not None and cursor is not None:
             raise UsageError("bad extract request", "use --vault or --cursor, not both")
-        if vault is not None and not (vault / ".brain").is_dir():
-            raise UsageError("not a vault", "no .brain folder; run `brain init` first", path=vault)
+        if vault is not None and not vault.is_dir():
+            raise UsageError("vault not found", "not a folder; create it with `brain init`", path=vault)
         where = vault_cursor(vault) if vault is not None else cursor
 
         s = settings_from(projects_dir=projects_dir, codex_dir=codex_dir, gemini_dir=gemini_dir,
