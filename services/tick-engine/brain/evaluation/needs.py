@@ -483,11 +483,18 @@ def _hyphen_is_id(word: str) -> bool:
 
 
 def _entity_key(token: str) -> str | None:
+    """The key of a typed identifier: a path to a file is keyed by its basename, like a file item."""
     token = token.strip().strip(".,:;!?()[]{}\"'")
     if len(token) < 3 or len(token) > 80 or not re.search(r"[A-Za-z]", token):
         return None
     lowered = token.lower()
-    if lowered in BRAND_WORDS or normalise(token) == "":
+    if "/" in lowered:
+        name = lowered.rstrip("/").rsplit("/", 1)[-1]
+        if _file_like(name) is not None:
+            lowered = name
+        elif len(normalise(lowered).split()) < 2:
+            return None  # `.../tools/`: one plain word, not an identifier
+    if lowered in BRAND_WORDS or lowered in GENERIC_FILES or normalise(lowered) == "":
         return None
     return lowered
 
@@ -537,12 +544,23 @@ class _Collector:
     items: dict[tuple[str, str], NeededItem] = field(default_factory=dict)
 
     def add(self, kind: str, key: str, forms: Iterable[str], label: str, at: int | None = None) -> None:
-        if not key or (kind, key) in self.items:
-            return
+        """Record a need; one item per key (a file typed in a prompt and then read is one item,
+        of the more specific kind: file, then command, error, entity)."""
         normal = tuple(dict.fromkeys(f for f in (normalise(x) for x in forms) if f))
-        if not normal:
+        if not key or not normal:
             return
-        self.items[(kind, key)] = NeededItem(kind, key, normal, label, self.calls if at is None else at)
+        slot = (TERM if kind == TERM else "item", key)
+        when = self.calls if at is None else at
+        old = self.items.get(slot)
+        if old is None:
+            self.items[slot] = NeededItem(kind, key, normal, label, when)
+            return
+        first = min(old.first_call, when)
+        merged = tuple(dict.fromkeys((*old.forms, *normal)))
+        if ALL_KINDS.index(kind) < ALL_KINDS.index(old.kind):
+            self.items[slot] = NeededItem(kind, key, tuple(dict.fromkeys((*normal, *old.forms))), label, first)
+        else:
+            self.items[slot] = NeededItem(old.kind, key, merged, old.label, first)
 
     def file(self, path: str, at: int | None = None) -> None:
         path = path.strip()
@@ -570,7 +588,7 @@ class _Collector:
     def prompt(self, text: str) -> None:
         entities, terms = parse_prompt(text)
         for key, label in entities:
-            self.add(ENTITY, key, (label,), label)
+            self.add(ENTITY, key, (label, key), label)
         for term in terms:
             self.add(TERM, term, (term,), term)
 

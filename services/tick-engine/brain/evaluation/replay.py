@@ -375,10 +375,14 @@ class VaultBuilder:
                          "--until", at, "--now", at, "--min-turns", str(self.profile.min_turns)],
                         extra_env=self.env)
         bundle = _bundle(text)
+        # The leak rule, by each session's real end (the universe's): a session still running at C
+        # is left out, whether `--until` handed it over whole or cut at C.
+        real_end = {s.id: s.end for s in universe}
         kept = []
         for entry in bundle["sessions"]:
             session = Session.from_entry(entry)
-            if session.end < cutoff and self.profile.covers(session):  # the leak rule
+            end = max(session.end, real_end.get(session.id, session.end))
+            if end < cutoff and self.profile.covers(session):
                 kept.append(entry)
                 self.history[session.id] = session
         self.extracted_until = cutoff

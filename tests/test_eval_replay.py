@@ -1,0 +1,158 @@
+"""The replay of ``brain eval feed``: profiles from the Helm chart, targets, the leak rule, and a
+run over the hand-made log set with the real product commands."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from brain.evaluation import baselines as bl
+from brain.evaluation.evaluate import BRAIN, EvalRequest, Evaluation, evaluate
+from brain.evaluation.replay import (
+    BrainRunner,
+    LogSources,
+    ReplayError,
+    Schedule,
+    VaultBuilder,
+    default_helm_values,
+    format_instant,
+    ideal_profile,
+    parse_instant,
+    product_env,
+    production_profile,
+    read_universe,
+    select_targets,
+)
+from brain.evaluation.report import as_json, human
+from tests.eval_logs import S1, S2, S3, S4, S5, write_logs
+
+
+def test_schedules_give_the_last_run_at_or_before_an_instant() -> None:
+    daily = Schedule.parse("7 4 * * *")
+    assert format_instant(daily.last_at_or_before(parse_instant("2026-01-03T03:00:00Z"))) == "2026-01-02T04:07:00Z"
+    assert format_instant(daily.last_at_or_before(parse_instant("2026-01-03T04:07:00Z"))) == "2026-01-03T04:07:00Z"
+    every6 = Schedule.parse("7 */6 * * *")
+    assert every6.hours == (0, 6, 12, 18)
+    assert format_instant(every6.last_at_or_before(parse_instant("2026-01-03T05:00:00Z"))) == "2026-01-03T00:07:00Z"
+    assert format_instant(every6.first_after(parse_instant("2026-01-03T18:07:00Z"))) == "2026-01-04T00:07:00Z"
+    with pytest.raises(ReplayError):
+        Schedule.parse("7 4 * * 1")
+
+
+def test_production_profile_is_read_from_the_chart_values(tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        "env:\n  BRAIN_FEED_TOKEN_BUDGET: '1500'\n  BRAIN_LLM_API_KEY: nope\n"
+        "extract:\n  schedule: '7 */2 * * *'\n  since: 3h\n  agent: all\n  codexDir: /shared/.codex/sessions\n"
+        "  extraArgs: ['--min-turns', '2']\n"
+    )
+    profile = production_profile(values, codex_available=True)
+    assert (profile.agent, profile.min_turns, profile.window) == ("all", 2, timedelta(hours=3))
+    assert profile.schedule is not None and profile.schedule.hours == tuple(range(0, 24, 2))
+    assert dict(profile.env) == {"BRAIN_FEED_TOKEN_BUDGET": "1500"}  # secrets never reach a command
+    # Without Codex logs given to the eval, "all" is Claude Code only.
+    assert production_profile(values, codex_available=False).agent == "claude-code"
+
+
+def test_production_profile_defaults_to_the_settings_min_turns(tmp_path: Path) -> None:
+    from brain.settings import Settings
+
+    values = tmp_path / "values.yaml"
+    values.write_text("extract:\n  schedule: '7 4 * * *'\n  since: 26h\n  agent: claude-code\n  codexDir: ''\n")
+    profile = production_profile(values, codex_available=True)
+    assert (profile.agent, profile.min_turns) == ("claude-code", Settings().min_turns)
+
+
+def test_the_shipped_chart_parses() -> None:
+    values = default_helm_values()
+    assert values is not None
+    profile = production_profile(values, codex_available=True)
+    assert profile.schedule is not None and profile.window is not None
+
+
+def test_a_scheduled_window_that_misses_a_session_hides_it(tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text("extract:\n  schedule: '0 0 * * *'\n  since: 1h\n  agent: claude-code\n")
+    profile = production_profile(values, codex_available=False)
+    from brain.evaluation.replay import Session
+
+    def ended(at: str) -> Session:
+        return Session.from_entry({"session_id": "x", "start": "2026-01-01T00:00:00Z", "end": at})
+
+    assert profile.covers(ended("2026-01-01T23:30:00Z"))  # inside the 1 h window of the midnight run
+    assert not profile.covers(ended("2026-01-01T12:00:00Z"))  # no run's window saw it
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BrainRunner, Path]:
+    root = tmp_path_factory.mktemp("eval-tiny")
+    projects = root / "projects"
+    write_logs(projects)
+    work = root / "work"
+    return projects, BrainRunner(product_env(os.environ, work)), work
+
+
+def test_targets_follow_warmup_and_need_an_earlier_ended_session(tiny: tuple[Path, BrainRunner, Path]) -> None:
+    projects, run, _ = tiny
+    universe = read_universe(run, LogSources(projects, None))
+    assert [s.id for s in universe] == [S1, S3, S2, S5, S4]
+    assert [s.id for s in select_targets(universe, warmup=2)] == [S2, S5, S4]
+    assert [s.id for s in select_targets(universe, warmup=0)] == [S3, S2, S5, S4]  # S1: nothing ended before it
+    assert [s.id for s in select_targets(universe, warmup=2, excluded={S5})] == [S2, S4]
+
+
+def test_a_session_running_at_the_cutoff_stays_out_of_the_vault(tiny: tuple[Path, BrainRunner, Path]) -> None:
+    projects, run, work = tiny
+    sources = LogSources(projects, None)
+    universe = read_universe(run, sources)
+    cutoff = next(s for s in universe if s.id == S4).start
+    # `brain extract --until C` alone lets S5 in: it overlaps C and is still running.
+    raw = json.loads(run(["extract", *sources.extract_args("claude-code"), "--since", "2026-01-01T00:00:00Z",
+                          "--until", format_instant(cutoff), "--now", format_instant(cutoff), "--min-turns", "1"]))
+    assert S5 in {s["session_id"] for s in raw["sessions"]}
+    builder = VaultBuilder(run, sources, ideal_profile(), work / "leak-vault")
+    builder.extract(cutoff, universe)
+    assert [s.id for s in builder.snapshot()] == [S1, S3, S2]
+    written = "\n".join(p.read_text(errors="replace") for p in (work / "leak-vault").rglob("*.md"))
+    assert S3[:8] in written and S5[:8] not in written
+
+
+@pytest.fixture(scope="module")
+def evaluation(tiny: tuple[Path, BrainRunner, Path]) -> Evaluation:
+    projects, run, work = tiny
+    request = EvalRequest(LogSources(projects, None), ideal_profile())
+    return evaluate(request, run, work / "eval")
+
+
+def test_the_replay_scores_the_hand_made_targets(evaluation: Evaluation) -> None:
+    targets = {t.session.id: t for t in evaluation.targets}
+    assert list(targets) == [S2, S5, S4]
+    assert targets[S2].knowable == {"converter.py", "parse_header"}
+    assert targets[S5].knowable == {"mix phx.server", "phx.server"}
+    assert targets[S4].knowable == {"mix phx.server", "phx.server", "undefinedfunctionerror"}
+    assert [t.history for t in evaluation.targets] == [2, 3, 3]  # S4's vault: S1, S3, S2 (not the running S5)
+    for target in evaluation.targets:
+        assert target.scores[bl.EMPTY].r_kn == 0.0
+        assert target.scores[bl.ORACLE].r_kn == 1.0
+        assert target.scores[BRAIN].lucky == ()  # the vault held only earlier sessions
+    # The digest carries prompts and files, not errors: S4's UndefinedFunctionError is missed.
+    assert [t.scores[bl.RECENT_DIGEST].r_kn for t in evaluation.targets] == [1.0, 1.0, pytest.approx(2 / 3)]
+    assert evaluation.aggregates[bl.EMPTY].r_kn_project == 0.0
+    assert evaluation.aggregates[bl.ORACLE].r_kn_project == 1.0
+
+
+def test_the_report_has_every_feed_and_the_verdict(evaluation: Evaluation) -> None:
+    text = human(evaluation)
+    for name in ("brain", *bl.BASELINES):
+        assert f"\n{name} " in text
+    assert "Verdict: " in text
+    data = json.loads(as_json(evaluation))
+    assert [t["session_id"] for t in data["targets"]] == [S2, S5, S4]
+    assert set(data["aggregate"]) == {"brain", *bl.BASELINES}
+    assert set(data["comparisons"]) == set(bl.BASELINES)
+    assert data["aggregate"]["oracle"]["r_kn_project"] == 1.0
+    assert as_json(evaluation) == as_json(evaluation)
