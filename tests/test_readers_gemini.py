@@ -320,3 +320,27 @@ def test_work_items_match_an_independent_reading_of_the_tool_calls() -> None:
         assert list(session.prompts) == [m["content"] for m in data["messages"] if m["type"] == "user"][:6]
         answers = [m["content"] for m in data["messages"] if m["type"] == "gemini" and m["content"].strip()]
         assert session.last_state[:60] == answers[-1][:60]
+
+
+def test_with_a_cursor_an_unchanged_chat_is_not_read_again_and_a_grown_one_is(tmp_path: Path) -> None:
+    from brain.io.sessions.incremental import commit
+
+    root = tmp_path / "tmp"
+    shutil.copytree(GEMINI, root)
+    cursor = tmp_path / "cursor.json"
+    settings = Settings(projects_dir=Path("/nonexistent/p"), codex_dir=Path("/nonexistent/c"), gemini_dir=root,
+                        opencode_dir=Path("/nonexistent/o"))
+    first = extract(settings, NOW, agent="gemini-cli", since="4000d", min_turns=0, cursor=cursor)
+    assert len(first.sessions) == 2
+    assert commit(cursor, first.to_json()["cursor"]["token"])
+    second = extract(settings, NOW, agent="gemini-cli", since="4000d", min_turns=0, cursor=cursor)
+    assert second.sessions == () and second.stats["bytes_read"] == 0  # nor a prompt-log-only session
+    assert commit(cursor, second.to_json()["cursor"]["token"])
+    grown = next(root.glob("*/chats/session-*37b7abef.json"))
+    data = json.loads(grown.read_text())
+    data["messages"].append({"id": "new-1", "timestamp": "2026-01-17T09:00:00.000Z", "type": "user",
+                             "content": "one more thing"})
+    grown.write_text(json.dumps(data))
+    third = extract(settings, NOW, agent="gemini-cli", since="4000d", min_turns=0, cursor=cursor)
+    assert [s.session_id for s in third.sessions] == [data["sessionId"]]
+    assert third.sessions[0].user_turns == 6  # a grown file is read whole: figures stay absolute

@@ -65,6 +65,7 @@ from brain.io.sessions import (
     top_tools,
     work_fields,
 )
+from brain.io.sessions.incremental import Cursor
 
 AGENT = "gemini-cli"
 
@@ -538,21 +539,37 @@ class _ProjectPlan:
     chats: list[Path]
     subagents: dict[str, list[Path]]  # parent session id -> its subagent chats
     logs: Path | None
+    known: set[str] = field(default_factory=set)  # id prefixes of the chat files left unread
+    infos: dict[Path, os.stat_result] = field(default_factory=dict)
 
 
-def _stat_ok(entry: os.DirEntry[str], since_ts: float | None, stats: ReadStats) -> bool:
-    try:
-        if not entry.is_file(follow_symlinks=False):
+_NAME_ID = re.compile(r"-([0-9a-f]{8})\.jsonl?$")
+
+
+class _Lister:
+    """Stats the files of one plan: the window and the cursor decide which are read."""
+
+    def __init__(self, since_ts: float | None, stats: ReadStats, cursor: Cursor | None) -> None:
+        self.since_ts, self.stats, self.cursor = since_ts, stats, cursor
+        self.infos: dict[Path, os.stat_result] = {}
+
+    def wanted(self, entry: os.DirEntry[str]) -> bool:
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                return False
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            self.stats.unreadable_files += 1
             return False
-        mtime = entry.stat(follow_symlinks=False).st_mtime
-    except OSError:
-        stats.unreadable_files += 1
-        return False
-    stats.files_seen += 1
-    if since_ts is not None and mtime < since_ts:
-        stats.files_skipped_by_mtime += 1
-        return False
-    return True
+        self.stats.files_seen += 1
+        if self.since_ts is not None and info.st_mtime < self.since_ts:
+            self.stats.files_skipped_by_mtime += 1
+            return False
+        path = Path(entry.path)
+        if self.cursor is not None and self.cursor.is_unchanged(path, info):
+            return False
+        self.infos[path] = info
+        return True
 
 
 def _scan(folder: Path) -> list[os.DirEntry[str]]:
@@ -562,27 +579,30 @@ def _scan(folder: Path) -> list[os.DirEntry[str]]:
         return []
 
 
-def plan(gemini_dir: Path, since_ts: float | None, stats: ReadStats) -> list[_ProjectPlan]:
+def plan(gemini_dir: Path, since_ts: float | None, stats: ReadStats, cursor: Cursor | None = None) -> list[_ProjectPlan]:
+    """Project folders with chats in the window (and changed since the cursor, when one is given)."""
     plans: list[_ProjectPlan] = []
     for project in _scan(gemini_dir):
         if not project.is_dir(follow_symlinks=False):
             continue
         folder = Path(project.path)
+        lister = _Lister(since_ts, stats, cursor)
         chats: list[Path] = []
+        known: set[str] = set()
         subagents: dict[str, list[Path]] = {}
         for entry in _scan(folder / "chats"):
             if entry.is_dir(follow_symlinks=False):
-                found = [Path(e.path) for e in _scan(Path(entry.path))
-                         if e.name.endswith(".jsonl") and _stat_ok(e, since_ts, stats)]
+                found = [Path(e.path) for e in _scan(Path(entry.path)) if e.name.endswith(".jsonl") and lister.wanted(e)]
                 if found:
                     subagents[entry.name] = found
-            elif (entry.name.startswith("session-") and entry.name.endswith((".json", ".jsonl"))
-                  and _stat_ok(entry, since_ts, stats)):
-                chats.append(Path(entry.path))
-        logs = next((Path(e.path) for e in _scan(folder) if e.name == "logs.json" and _stat_ok(e, since_ts, stats)),
-                    None)
+            elif entry.name.startswith("session-") and entry.name.endswith((".json", ".jsonl")):
+                if lister.wanted(entry):
+                    chats.append(Path(entry.path))
+                elif match := _NAME_ID.search(entry.name):
+                    known.add(match.group(1))  # left out by the window or the cursor: not a prompt-log-only session
+        logs = next((Path(e.path) for e in _scan(folder) if e.name == "logs.json" and lister.wanted(e)), None)
         if chats or logs or subagents:
-            plans.append(_ProjectPlan(folder, chats, subagents, logs))
+            plans.append(_ProjectPlan(folder, chats, subagents, logs, known, lister.infos))
     return plans
 
 
@@ -595,13 +615,18 @@ def _project_root(folder: Path) -> str:
 
 
 def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None = None,
-         done: int = 0, total: int = 0, *, until: str | None = None) -> Iterator[Session]:
-    """Sessions of the planned project folders, one folder at a time; ``until`` (a time key) cuts them."""
+         done: int = 0, total: int = 0, *, until: str | None = None, cursor: Cursor | None = None) -> Iterator[Session]:
+    """Sessions of the planned project folders, one folder at a time.
+
+    ``until`` (a time key) leaves out the messages stamped later; ``cursor`` records what was read.
+    """
     for project in plans:
         read_chats: list[tuple[_Chat, int]] = []
         for path in project.chats:
             chat = _Chat(fallback_id=path.stem.removeprefix("session-"), until=until)
             counters = _read_chat(path, chat, stats)
+            if cursor is not None and path in project.infos:
+                cursor.record(path, project.infos[path], counters.bytes)
             read_chats.append((chat, counters.damaged))
             done += 1
             if progress:
@@ -614,7 +639,10 @@ def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None 
                 continue
             for path in paths:
                 agent = _Chat(fallback_id=path.stem, until=until)
-                agent.skipped = _read_chat(path, agent, stats).damaged
+                counters = _read_chat(path, agent, stats)
+                agent.skipped = counters.damaged
+                if cursor is not None and path in project.infos:
+                    cursor.record(path, project.infos[path], counters.bytes)
                 stats.subagent_files += 1
                 children.setdefault(parent, []).append(agent)
         root = _project_root(project.folder)
@@ -633,9 +661,11 @@ def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None 
                 continue
             yield session
         if project.logs is not None:
+            if cursor is not None and project.logs in project.infos:
+                cursor.record(project.logs, project.infos[project.logs], project.infos[project.logs].st_size)
             for sid, prompts in _prompt_log(project.logs, stats).items():
-                if sid in parents:
-                    continue  # the chat file says more than its prompt log
+                if sid in parents or sid[:8] in project.known:
+                    continue  # a chat file (read now, or before) says more than the prompt log
                 logged = _logged_session(sid, [p for p in prompts if until is None or (p[0] or "") <= until], shared)
                 if logged is not None:
                     yield logged
