@@ -72,7 +72,8 @@ def test_valid_answer_is_applied_and_verified(vault: Path, llm_stub: LLMStub, pr
     code, report = tick(vault, llm_stub, provider)
     assert code == 0 and report["exit_code"] == 0 and report["phases"]["verify"]["ok"], report
     assert report["rejected"] == [] and report["no_ai"] is False
-    assert report["phases"]["apply"]["applied"] == {"merges": 0, "splits": 0, "signals": 1, "edges": 1, "summaries": 1}
+    assert report["phases"]["apply"]["applied"] == {"merges": 0, "splits": 0, "signals": 1, "edges": 1, "summaries": 1,
+                                                   "syntheses": 0}
     assert report["phases"]["prompt"]["tokens"] <= 8000 and report["stats"]["edges_added"] == 1
     assert report["phases"]["prompt"]["candidates_total"] == len(report["phases"]["prompt"]["candidates"])
     llm = report["phases"]["llm"]
@@ -157,7 +158,8 @@ def test_hostile_answer_is_rejected_item_by_item_and_never_reaches_the_feed(vaul
     llm_stub.enqueue(scripted("openai", json.dumps(hostile)))
     code, report = tick(vault, llm_stub, "openai")
     assert code == 0 and report["phases"]["verify"]["ok"], report
-    assert report["phases"]["apply"]["applied"] == {"merges": 0, "splits": 0, "signals": 0, "edges": 0, "summaries": 0}
+    assert report["phases"]["apply"]["applied"] == {"merges": 0, "splits": 0, "signals": 0, "edges": 0, "summaries": 0,
+                                                   "syntheses": 0}
     reasons = [r["reason"] for r in report["rejected"]]
     for expected in ("target names no existing arc", "self-loop", "source is not a valid cluster_id",
                      "reason contains marker syntax", "type is not an edge type", "keep and absorb are the same arc",

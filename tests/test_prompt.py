@@ -77,7 +77,7 @@ def test_a_budget_below_the_fixed_part_shows_no_rows_but_counts_them() -> None:
     prompt = build_prompt(synthetic(50), None, previous_intent="x", settings=Settings(prompt_token_budget=500), now=WHEN)
     assert all(figures["shown"] == 0 for figures in prompt.sections.values())
     assert "(50 more left out: prompt budget)" in prompt.user
-    assert prompt.tokens < 1500  # the system message (rules and schema) and the frame alone
+    assert prompt.tokens < 1700  # the system message (rules and schema) and the frame alone
 
 
 def test_every_section_gets_room_and_leftovers_are_shared() -> None:

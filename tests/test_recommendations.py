@@ -155,7 +155,8 @@ def test_validate_refuses_a_non_object() -> None:
 
 
 def test_schema_covers_every_answer_field_and_is_strict() -> None:
-    assert set(ANSWER_SCHEMA["properties"]) == {"edges", "merges", "splits", "signals", "intent", "health", "summaries"}
+    assert set(ANSWER_SCHEMA["properties"]) == {"edges", "merges", "splits", "signals", "intent", "health", "summaries",
+                                                "syntheses"}
 
     def objects(node: Any) -> list[dict[str, Any]]:
         found = []

@@ -5,7 +5,7 @@ text of every arc it touches (nothing else is read: the work is O(changes), not 
 returns an :class:`AnswerPlan`: one ``WriteFile`` per changed arc (expecting the bytes that
 were read) and one per new arc, the last-tick-diff lines, counts, and a rejection for every
 item that cannot be applied to the text as it is now. Changes are applied in the order
-merges, splits, signals, edges, summaries; several changes to one arc compose.
+merges, splits, signals, edges, syntheses, summaries; several changes to one arc compose.
 
 What each change does:
 
@@ -43,6 +43,12 @@ What each change does:
   ``clear`` sets ``severity=resolved``, adds ``cleared_at=<now>`` and appends
   `` (CLEARED: reason)`` to the text; the keeper removes the block on the first tick after
   ``cleared_at``. A signal no longer open is not touched (rejected "already applied").
+* **Synthesis** — each lesson becomes ``<!-- @lesson source=ai:<tick_id> -->text<!-- @/lesson -->``
+  on its own line at the end of ``## Lessons`` (a lesson whose text the arc already holds is
+  not repeated), the resolution a plain line at the end of ``## Resolution`` (each section is
+  created at the end of the body when missing), and ``synthesized: true`` is set, so the arc
+  leaves the prompt's unsynthesized list. An arc already ``synthesized`` is not touched
+  (rejected "already applied"), so re-applying an answer changes nothing.
 * **Summary** — ``summary:`` is written only when the arc has none (never overwritten), with
   ``synthesized: true``: SPEC §4 counts a summary as synthesis, and the arc then leaves the
   prompt's list of unsynthesized arcs.
@@ -75,6 +81,7 @@ from brain.core.recommendations import (
     Merge,
     NewEdge,
     NewSummary,
+    NewSynthesis,
     Rejection,
     SignalChange,
     Split,
@@ -85,7 +92,7 @@ from brain.core.sections import append_section, append_to_section, headings
 from brain.core.timeutil import date_in_text, iso, parse_instant
 from brain.core.vocab import SEVERITY_RANK
 
-KINDS = ("merges", "splits", "signals", "edges", "summaries")
+KINDS = ("merges", "splits", "signals", "edges", "summaries", "syntheses")
 ACTIVITY_FIELDS = ("sessions", "user_turns", "tool_calls", "errors", "joy", "compactions")
 #: Figures a Timeline ``brain:session`` comment records, and the activity field each feeds.
 _RECORDED = {"turns": "user_turns", "tools": "tool_calls", "errors": "errors", "joy": "joy",
@@ -236,8 +243,9 @@ def _section_lines(body: str, heading: str) -> list[str]:
 
 class _Work:
     def __init__(self, current: Mapping[str, CurrentArc], now: datetime, unavailable: Mapping[str, str],
-                 taken_ids: Collection[str], taken_paths: Collection[str]):
+                 taken_ids: Collection[str], taken_paths: Collection[str], tick_id: str):
         self.current = current
+        self.tick_id = tick_id
         self.texts = {cid: arc.text for cid, arc in current.items()}
         self.now = now
         self.unavailable = unavailable
@@ -287,14 +295,16 @@ def plan_answer(
     unavailable: Mapping[str, str] | None = None,
     taken_ids: Collection[str] = (),
     taken_paths: Collection[str] = (),
+    tick_id: str = "unknown",
 ) -> AnswerPlan:
     """The edits that apply ``validated`` to the ``current`` arcs (see the module docstring).
 
     ``unavailable`` maps arcs that could not be read to the reason (their changes are
     rejected with it); ``taken_ids`` and ``taken_paths`` are the cluster_ids and files that
-    exist, which new split parts must not collide with.
+    exist, which new split parts must not collide with; ``tick_id`` is the provenance of the
+    lessons a synthesis writes (``source=ai:<tick_id>``).
     """
-    work = _Work(current, now, unavailable or {}, taken_ids, taken_paths)
+    work = _Work(current, now, unavailable or {}, taken_ids, taken_paths, tick_id)
     for merge in validated.merges:
         _attempt(work, "merge", f"{merge.absorb} into {merge.keep}", _merge, merge)
     for split in validated.splits:
@@ -303,6 +313,8 @@ def plan_answer(
         _attempt(work, "signal", f"{change.action} {change.source} in {change.arc}", _signal, change)
     for edge in validated.edges:
         _attempt(work, "edge", f"{edge.source} -> {edge.target} ({edge.type})", _edge, edge)
+    for synthesis in validated.syntheses:  # before summaries: a summary marks the arc synthesized too
+        _attempt(work, "synthesis", synthesis.arc, _synthesis, synthesis)
     for summary in validated.summaries:
         _attempt(work, "summary", summary.arc, _summary, summary)
 
@@ -554,3 +566,29 @@ def _summary(work: _Work, summary: NewSummary) -> None:
         raise _Refused("the arc already has a summary (never overwritten)")
     work.keep(summary.arc, arc.render({"summary": _said(summary.summary), "synthesized": True}))
     work.done("summaries", f"summary for [[{summary.arc}]]")
+
+
+# --- syntheses ------------------------------------------------------------------------------
+
+def _synthesis(work: _Work, synthesis: NewSynthesis) -> None:
+    text = work.arc(synthesis.arc)
+    arc = _Arc.of(text)
+    if arc.meta.get("synthesized") is True:
+        raise _Refused("already applied: the arc is synthesized")
+    held = {" ".join(m.text.split()) for m in body_markers(text) if m.type == "lesson"}
+    source = f"ai:{work.tick_id}"
+    blocks: list[str] = []
+    for lesson in synthesis.lessons:
+        said = _inert(_said(lesson))
+        if said and said not in held:
+            held.add(said)
+            blocks.append(f"{render_tag('lesson', (('source', source),))}{said}<!-- @/lesson -->")
+    body = arc.body
+    if blocks:
+        body = append_to_section(body, "Lessons", blocks)
+    resolution = _inert(_said(synthesis.resolution)) if synthesis.resolution else ""
+    if resolution:
+        body = append_to_section(body, "Resolution", [resolution])
+    work.keep(synthesis.arc, arc.render({"synthesized": True}, body))
+    what = [f"{len(blocks)} lesson{'s' if len(blocks) != 1 else ''}"] + (["a resolution"] if resolution else [])
+    work.done("syntheses", f"synthesis for [[{synthesis.arc}]]: {' and '.join(what)}")

@@ -8,13 +8,16 @@ of priority (the order they are filled in and printed):
 1. ``intent``: the previous tick's operator intent;
 2. ``signals``: open signals of arcs, most severe first (arc | source | severity | text);
 3. ``candidates``: arc pairs likely related (no edge between them yet) or duplicated,
-   computed without an LLM (:func:`candidates`);
+   computed without an LLM (:mod:`brain.core.candidates`);
 4. ``arcs``: the live arcs, hottest first (id | heat | status | region | project | sessions |
    title); tombstones are left out (no recommendation may name them);
 5. ``edges``: the existing ``@edge`` markers of arcs (source -> target: type);
 6. ``unsynthesized``: arcs without a summary that are not synthesized, hottest first, with a
-   short excerpt (their Ignition, cut) and their session ids when they have two or more
-   (at most :data:`SPLIT_SESSIONS`), so that a split can name them;
+   short excerpt (their Ignition, cut), what their sessions touched when ``brain cluster``
+   recorded it (main files, commands, open errors, last prompt: :func:`work_context`), and
+   their session ids when they have two or more (at most :data:`SPLIT_SESSIONS`), so that a
+   split can name them; the model may answer a summary and a synthesis (lessons, resolution)
+   for them;
 7. ``lessons``: a sample of lessons from the hottest arcs.
 
 Budget: the whole prompt (system + user) stays within ``prompt_token_budget`` tokens
@@ -24,7 +27,7 @@ measured first; the rest is shared between the sections by fixed percentages
 section leaves unused then goes to the sections in priority order, again row by row from
 where each stopped. So rows are always cut from the bottom (the coolest arcs, the least
 severe signals), and a section that lost rows ends with a line saying how many. Only a
-budget smaller than the fixed part itself (about 1 450 tokens) is exceeded, by that part.
+budget smaller than the fixed part itself (about 1 600 tokens) is exceeded, by that part.
 
 Vault text (titles, projects, signal text, lessons, excerpts, intent) is redacted (SPEC
 §10), put on one line, cut, and has ``<`` and ``>`` escaped (``&lt;`` ``&gt;``), so no vault
@@ -36,21 +39,48 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
 
 from brain.core import frontmatter
-from brain.core.heat import created_of, last_active_of
+from brain.core.answer_schema import schema_text
+from brain.core.candidates import (
+    REPORT_CANDIDATES,
+    Candidate,
+    arc_of,
+    candidate_report,
+    candidate_summary,
+    candidates,
+    live_arcs,
+)
+from brain.core.heat import last_active_of
 from brain.core.keeper import KeeperDecisions
 from brain.core.model import ArcInfo, Note
-from brain.core.recommendations import schema_text
 from brain.core.redaction import redact
 from brain.core.timeutil import iso
-from brain.core.vocab import AMYGDALA, SEVERITY_RANK
+from brain.core.vocab import SEVERITY_RANK
 from brain.settings import Settings
+
+# Re-exported: callers that import the candidates from here keep working.
+__all__ = [
+    "REPORT_CANDIDATES",
+    "Candidate",
+    "Prompt",
+    "build_prompt",
+    "candidate_report",
+    "candidate_summary",
+    "candidates",
+    "data_text",
+    "excerpt",
+    "heat_of",
+    "hottest",
+    "is_unsynthesized",
+    "live_arcs",
+    "system_message",
+    "tokens",
+    "unsynthesized",
+]
 
 #: Percent of the data budget each section may take before leftovers are shared out.
 SHARES: dict[str, int] = {
@@ -68,13 +98,16 @@ SECTION_TITLES: dict[str, str] = {
     "candidates": "Candidates computed without an LLM (a | b | kind | why)",
     "arcs": "Arcs, hottest first (id | heat | status | region | project | sessions | title)",
     "edges": "Edge map (source -> target: type)",
-    "unsynthesized": "Unsynthesized arcs (id: excerpt [sessions])",
+    "unsynthesized": "Unsynthesized arcs (id: excerpt [files] [commands] [open errors] [last prompt] [sessions])",
     "lessons": "Lesson sample (arc: lesson)",
 }
 TITLE_CHARS = 80
 TEXT_CHARS = 140
 EXCERPT_CHARS = 240
 INTENT_CHARS = 500
+#: What an unsynthesized arc's row carries of its work (brain cluster's frontmatter keys), at most.
+WORK_FILES, WORK_COMMANDS, WORK_ERRORS = 5, 3, 2
+LAST_PROMPT_CHARS = 160
 #: Session ids listed for an unsynthesized arc (an arc with more cannot be split by the model).
 SPLIT_SESSIONS = 8
 #: Lessons in the sample (at most one per arc, hottest arcs first).
@@ -87,211 +120,6 @@ DATA_OPEN, DATA_CLOSE = "<vault-data>", "</vault-data>"
 
 def tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
-
-
-# --- candidates ------------------------------------------------------------------------------
-
-CandidateKind = Literal["related", "duplicate"]
-
-#: Titles at least this similar (Jaccard of their words) are near-identical.
-DUPLICATE_SIMILARITY = 0.8
-#: A title word held by more arcs than this says nothing about a pair (like "work", "fix").
-COMMON_WORD_ARCS = 25
-#: A session or title shared by more arcs than this is noise, not evidence.
-MAX_GROUP = 20
-#: Same project, overlapping dates: each arc is paired with at most this many later ones.
-OVERLAP_NEIGHBOURS = 3
-_STOPWORDS = frozenset({
-    "the", "and", "for", "with", "from", "into", "onto", "that", "this", "then", "than", "when", "what",
-    "which", "while", "where", "are", "was", "were", "has", "have", "had", "not", "but", "can", "could",
-    "should", "would", "will", "all", "any", "its", "our", "your", "their", "them", "they", "out",
-    "off", "via", "per", "use", "using", "make", "made", "new", "old", "add", "fix"
-})
-_WORD_RE = re.compile(r"[a-z0-9]+")
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """Two arcs (``a`` < ``b``) that are likely related or duplicated, and why."""
-
-    a: str
-    b: str
-    kind: CandidateKind
-    why: str
-    score: float = 0.0
-
-    def as_dict(self) -> dict[str, str]:
-        return {"a": self.a, "b": self.b, "kind": self.kind, "why": self.why}
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(
-        w for w in _WORD_RE.findall(text.lower()) if len(w) >= 3 and not w.isdigit() and w not in _STOPWORDS
-    )
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / len(a | b)
-
-
-def live_arcs(notes: Iterable[Note]) -> dict[str, Note]:
-    """cluster_id -> note of every arc that may be named in a recommendation.
-
-    Tombstones, alarm files and ids held by two files (a verify problem) are left out.
-    """
-    seen: dict[str, Note] = {}
-    twice: set[str] = set()
-    for note in notes:
-        arc = note.arc
-        if arc is None:
-            continue
-        if arc.cluster_id in seen:
-            twice.add(arc.cluster_id)
-        seen[arc.cluster_id] = note
-    return {
-        cid: note
-        for cid, note in seen.items()
-        if cid not in twice and note.arc is not None and not note.arc.is_tombstone
-        and not note.path.startswith(f"{AMYGDALA}/")
-    }
-
-
-def _edge_pairs(arcs: Mapping[str, Note]) -> set[frozenset[str]]:
-    pairs: set[frozenset[str]] = set()
-    for cid, note in arcs.items():
-        for marker in note.markers:
-            target = marker.attr("target") if marker.type == "edge" else None
-            if target:
-                pairs.add(frozenset((cid, target)))
-    return pairs
-
-
-class _Evidence:
-    def __init__(self) -> None:
-        self.reasons: dict[tuple[str, str], dict[str, tuple[float, str]]] = defaultdict(dict)
-
-    def add(self, a: str, b: str, key: str, score: float, why: str) -> None:
-        if a == b:
-            return
-        pair = (a, b) if a < b else (b, a)
-        current = self.reasons[pair].get(key)
-        if current is None or current[0] < score:
-            self.reasons[pair][key] = (score, why)
-
-
-def _groups(index: Mapping[str, list[str]]) -> Iterator[tuple[str, list[str]]]:
-    for key in sorted(index):
-        members = sorted(set(index[key]))
-        if 2 <= len(members) <= MAX_GROUP:
-            yield key, members
-
-
-def candidates(notes: Iterable[Note], *, ignitions: Mapping[str, str] | None = None) -> list[Candidate]:
-    """Likely duplicates and likely related pairs without an edge, best first; no LLM.
-
-    Duplicates: arcs sharing source sessions, with the same or near-identical titles
-    (:data:`DUPLICATE_SIMILARITY`), or near-identical ignitions (for the arcs whose ignition
-    is given). Related (only pairs with no edge either way): arcs of the same project active
-    at overlapping times (each with its next :data:`OVERLAP_NEIGHBOURS` by start), or sharing
-    two or more uncommon title words. Evidence that is too common (a session or word held by
-    many arcs) is ignored, so the work stays near-linear in the number of arcs.
-    """
-    arcs = live_arcs(notes)
-    infos = {cid: _info(note) for cid, note in arcs.items()}
-    evidence = _Evidence()
-
-    by_session: dict[str, list[str]] = defaultdict(list)
-    for cid, info in infos.items():
-        for session in set(info.source_sessions):
-            by_session[session].append(cid)
-    shared: dict[tuple[str, str], int] = defaultdict(int)
-    for _, members in _groups(by_session):
-        for i, a in enumerate(members):
-            for b in members[i + 1:]:
-                shared[(a, b)] += 1
-    for (a, b), count in shared.items():
-        evidence.add(a, b, "sessions", 10.0 + count,
-                     f"share {count} source session{'s' if count != 1 else ''}")
-
-    titles = {cid: _words(info.title) for cid, info in infos.items()}
-    by_title: dict[str, list[str]] = defaultdict(list)
-    by_word: dict[str, list[str]] = defaultdict(list)
-    for cid, words in titles.items():
-        if words:
-            by_title[" ".join(sorted(words))].append(cid)
-        for word in words:
-            by_word[word].append(cid)
-    for _, members in _groups(by_title):
-        for i, a in enumerate(members):
-            for b in members[i + 1:]:
-                evidence.add(a, b, "title", 8.0, "same title")
-    common: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for word in sorted(by_word):
-        members = sorted(by_word[word])
-        if not 2 <= len(members) <= COMMON_WORD_ARCS:
-            continue
-        for i, a in enumerate(members):
-            for b in members[i + 1:]:
-                common[(a, b)].append(word)
-    for (a, b), in_common in common.items():
-        similarity = _jaccard(titles[a], titles[b])
-        if similarity >= DUPLICATE_SIMILARITY:
-            evidence.add(a, b, "title", 6.0 + similarity, "near-identical titles")
-        elif len(in_common) >= 2:
-            evidence.add(a, b, "words", 1.0 + len(in_common), "title words in common: " + ", ".join(in_common[:4]))
-
-    if ignitions:
-        texts = {cid: _words(text) for cid, text in sorted(ignitions.items()) if cid in infos}
-        ids = sorted(cid for cid, words in texts.items() if len(words) >= 3)
-        for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
-                similarity = _jaccard(texts[a], texts[b])
-                if similarity >= DUPLICATE_SIMILARITY:
-                    evidence.add(a, b, "ignition", 6.0 + similarity, "near-identical ignitions")
-
-    by_project: dict[str, list[tuple[datetime, datetime, str]]] = defaultdict(list)
-    for cid, note in arcs.items():
-        project = (infos[cid].project or "").strip()
-        if project:
-            start, end = created_of(note), last_active_of(note)
-            by_project[project].append((min(start, end), max(start, end), cid))
-    for project in sorted(by_project):
-        spans = sorted(by_project[project])
-        why = f"same project {' '.join(redact(project).split())}, active at overlapping times"
-        for index, (_, end, cid) in enumerate(spans):
-            for other_start, _, other in spans[index + 1: index + 1 + OVERLAP_NEIGHBOURS]:
-                if other_start > end:
-                    break
-                evidence.add(cid, other, "project", 2.0, why)
-
-    edges = _edge_pairs(arcs)
-    out: list[Candidate] = []
-    for (a, b), reasons in evidence.reasons.items():
-        duplicate = any(key in reasons for key in ("sessions", "title", "ignition"))
-        if not duplicate and frozenset((a, b)) in edges:
-            continue
-        ordered = sorted(reasons.values(), key=lambda item: (-item[0], item[1]))
-        score = sum(item[0] for item in ordered)
-        why = "; ".join(item[1] for item in ordered)
-        out.append(Candidate(a, b, "duplicate" if duplicate else "related", why, score))
-    out.sort(key=lambda c: (c.kind != "duplicate", -c.score, c.a, c.b))
-    return out
-
-
-#: Candidates listed in a tick report (the total is given too).
-REPORT_CANDIDATES = 20
-
-
-def candidate_summary(found: Sequence[Candidate], limit: int = REPORT_CANDIDATES) -> dict[str, object]:
-    """The candidates as a tick report shows them: the first ``limit`` and the total count."""
-    return {"candidates": [c.as_dict() for c in found[:limit]], "candidates_total": len(found)}
-
-
-def candidate_report(notes: Iterable[Note], limit: int = REPORT_CANDIDATES) -> dict[str, object]:
-    """:func:`candidate_summary` of the vault's candidates (the ``--no-ai`` tick report)."""
-    return candidate_summary(candidates(notes), limit)
 
 
 # --- excerpts --------------------------------------------------------------------------------
@@ -376,8 +204,10 @@ def system_message(settings: Settings) -> str:
         "its parts must use each of its sessions exactly once.",
         "- Change a signal only by its exact arc and source: escalate to a more severe severity, or clear a "
         "signal that is resolved.",
-        "- Write summaries only for arcs listed as unsynthesized.",
-        f"- At most {settings.max_ai_changes} changes in all (edges, merges, splits, signals, summaries). "
+        "- Write summaries and syntheses only for arcs listed as unsynthesized. A synthesis keeps what the next "
+        "session should know (lessons: a cause and its fix, a decision and why; resolution: how the work ended).",
+        f"- At most {settings.max_ai_changes} changes in all (edges, merges, splits, signals, summaries, "
+        "syntheses). "
         "Empty lists are a valid answer; say less rather than guess.",
         "- Every text field is one line of plain text: no HTML comments, no [[wikilinks]], no secrets.",
         "- intent: one line on what the operator is working towards. health: a score from 0 (failing) to 10 "
@@ -394,7 +224,7 @@ def heat_of(source: HeatSource, notes: Mapping[str, Note]) -> dict[str, int]:
     """cluster_id -> heat after this tick's keeper (decisions), or as given, else as stored."""
     out: dict[str, int] = {}
     for cid, note in notes.items():
-        stored = _info(note).heat
+        stored = arc_of(note).heat
         out[cid] = stored if stored is not None else 0
     if isinstance(source, KeeperDecisions):
         for cid, decision in source.arcs.items():
@@ -420,12 +250,7 @@ def unsynthesized(notes: Iterable[Note], decisions_or_heat: HeatSource = None) -
     """Ids of live unsynthesized arcs, hottest first: the arcs whose excerpts the prompt shows."""
     arcs = live_arcs(notes)
     order = hottest(arcs, heat_of(decisions_or_heat, arcs))
-    return [cid for cid in order if is_unsynthesized(_info(arcs[cid]))]
-
-
-def _info(note: Note) -> ArcInfo:
-    assert note.arc is not None
-    return note.arc
+    return [cid for cid in order if is_unsynthesized(arc_of(arcs[cid]))]
 
 
 def build_prompt(
@@ -480,7 +305,7 @@ def build_prompt(
 
     def arc_rows() -> Iterator[str]:
         for cid in order:
-            info = _info(arcs[cid])
+            info = arc_of(arcs[cid])
             yield (f"{cid} | {heat[cid]} | {_cell(info.status, 20)} | {_cell(info.region, 20)} | "
                    f"{_cell(info.project or '', 40)} | {info.session_count} | {_cell(info.title, TITLE_CHARS)}")
 
@@ -495,14 +320,14 @@ def build_prompt(
     totals["edges"] = len(edges)
     rows["edges"] = lambda: (f"{cid} -> {data_text(target, 200)}: {data_text(kind, 20)}" for cid, target, kind in edges)
 
-    pending = [cid for cid in order if is_unsynthesized(_info(arcs[cid]))]
+    pending = [cid for cid in order if is_unsynthesized(arc_of(arcs[cid]))]
     totals["unsynthesized"] = len(pending)
 
     def pending_rows() -> Iterator[str]:
         for cid in pending:
-            info = _info(arcs[cid])
+            info = arc_of(arcs[cid])
             text = excerpts.get(cid) or info.title
-            row = f"{cid}: {data_text(text, EXCERPT_CHARS)}"
+            row = f"{cid}: {data_text(text, EXCERPT_CHARS)}{work_context(info)}"
             sessions = info.source_sessions
             if 2 <= len(sessions) <= SPLIT_SESSIONS:
                 row += " [sessions: " + ", ".join(data_text(s, 80) for s in sessions) + "]"
@@ -579,6 +404,21 @@ def build_prompt(
     parts.append(tail)
     user = "".join(parts)
     return Prompt(system, user, tokens(system + "\n\n" + user), sections, tuple(found))
+
+
+def work_context(info: ArcInfo) -> str:
+    """What the arc's sessions touched, for the model to synthesize from: its main files, commands,
+    unresolved errors and last prompt, each as `` [name: …]`` (empty when brain cluster wrote none)."""
+    parts: list[str] = []
+    if info.files:
+        parts.append("files: " + ", ".join(data_text(f, 80) for f in info.files[:WORK_FILES]))
+    if info.commands:
+        parts.append("commands: " + ", ".join(data_text(c, 60) for c in info.commands[:WORK_COMMANDS]))
+    if info.open_errors:
+        parts.append("open errors: " + "; ".join(data_text(e, 120) for e in info.open_errors[:WORK_ERRORS]))
+    if info.last_prompt and info.last_prompt.strip():
+        parts.append("last prompt: " + data_text(info.last_prompt, LAST_PROMPT_CHARS))
+    return "".join(f" [{part}]" for part in parts if not part.endswith(": "))
 
 
 def _more(count: int) -> str:

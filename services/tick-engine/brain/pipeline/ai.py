@@ -182,6 +182,7 @@ def _involved(validated: Validated) -> set[str]:
     ids.update(change.arc for change in validated.signals)
     ids.update(edge.source for edge in validated.edges)
     ids.update(summary.arc for summary in validated.summaries)
+    ids.update(synthesis.arc for synthesis in validated.syntheses)
     return ids
 
 
@@ -225,7 +226,7 @@ def apply_answer(
     unique = {cid: notes[0] for cid, notes in by_id.items() if len(notes) == 1}
     current, unavailable = read_involved(vault, unique, _involved(validated))
     planned = plan_answer(validated, current, now=now, unavailable=unavailable, taken_ids=set(by_id),
-                          taken_paths=set(snapshot.notes))
+                          taken_paths=set(snapshot.notes), tick_id=journal.tick_id if journal else "dry-run")
     result = writer.apply_plan(vault, planned.plan, journal=journal, dry_run=dry_run)
     rejected = [r.as_dict() for r in (*validated.rejected, *planned.rejected)]
     written = set(result.written)
