@@ -29,7 +29,8 @@ OPS = "brain-ops"
 KEEPER = "brain-keeper"
 
 TICK_SCHEDULE = "7 */2 * * *"  # SPEC §13
-EXTRACT_SCHEDULE = "7 4 * * *"  # SPEC §13: 04:07 UTC
+# Issue 11 item 5: incremental extraction on the tick's schedule (was daily at 04:07 UTC).
+EXTRACT_SCHEDULE = "7 */2 * * *"
 TICK_INTERVAL_SECONDS = 7200
 UID = 10001
 #: Oldest Kubernetes the charts support (Chart.yaml kubeVersion); the newest is the newest
@@ -277,6 +278,11 @@ def test_extract_cronjob(helm: Path) -> None:
     args = container["args"]
     assert args[args.index("--since") + 1] == DEFAULTS.since
     assert args[args.index("--projects-dir") + 1].startswith("/shared/")
+    # Fresh by default: every agent, Codex on, the settings' min-turns, the cursor in the vault.
+    assert args[args.index("--agent") + 1] == "all"
+    assert args[args.index("--codex-dir") + 1] == "/shared/.codex/sessions"
+    assert args[args.index("--min-turns") + 1] == str(DEFAULTS.min_turns)
+    assert args[args.index("--vault") + 1] == "/vault"
     shared = mounts(container)["/shared"]
     assert shared["readOnly"] is True
     volume = next(v for v in pod["volumes"] if v["name"] == shared["name"])
@@ -523,7 +529,8 @@ def test_restated_flags_and_models_match_the_settings() -> None:
     ops = yaml.safe_load((CHARTS_DIR / OPS / "values.yaml").read_text())
     assert ops["extract"]["since"] == DEFAULTS.since
     assert ops["tick"]["schedule"] == TICK_SCHEDULE
-    assert ops["extract"]["schedule"] == EXTRACT_SCHEDULE
+    assert ops["extract"]["schedule"] == EXTRACT_SCHEDULE == ops["tick"]["schedule"]
+    assert ops["extract"]["minTurns"] == DEFAULTS.min_turns and ops["extract"]["agent"] == "all"
     keeper = yaml.safe_load((CHARTS_DIR / KEEPER / "values.yaml").read_text())
     assert keeper["model"] == DEFAULTS.llm_model
     agent = yaml.safe_load((ROOT / "agents" / "brain-keeper" / "agent.yaml").read_text())
