@@ -269,3 +269,24 @@ def test_work_items(tmp_path: Path) -> None:
     assert dict(session.files_read) == {"README.md": 1}
     assert session.prompts == ("write an AGENTS.md file in this folder that says that you're a clown", "thanks, perfect")
     assert session.last_state == "Done: the clown file is written."
+
+
+def test_with_a_cursor_an_unchanged_database_session_is_not_read_again(tmp_path: Path) -> None:
+    from brain.io.sessions.incremental import commit
+
+    database = write_database(tmp_path, [conversation()])
+    cursor = tmp_path / "cursor.json"
+    settings = Settings(projects_dir=Path("/nonexistent/p"), codex_dir=Path("/nonexistent/c"),
+                        gemini_dir=Path("/nonexistent/g"), opencode_dir=tmp_path)
+    first = extract(settings, NOW, agent="opencode", since="4000d", min_turns=0, cursor=cursor)
+    assert len(first.sessions) == 1 and commit(cursor, first.to_json()["cursor"]["token"])
+    second = extract(settings, NOW, agent="opencode", since="4000d", min_turns=0, cursor=cursor)
+    assert second.sessions == () and commit(cursor, second.to_json()["cursor"]["token"])
+    with sqlite3.connect(database) as db:  # OpenCode touches time_updated when a message is added
+        db.execute("INSERT INTO message VALUES ('msg_zz_u3', ?, ?, ?, ?)", (SID, T0 + 120_000, T0 + 120_000, json.dumps(
+            {"role": "user", "time": {"created": T0 + 120_000}})))
+        db.execute("INSERT INTO part VALUES ('prt_zz', 'msg_zz_u3', ?, 0, 0, ?)", (SID, json.dumps(
+            {"type": "text", "text": "one more"})))
+        db.execute("UPDATE session SET time_updated = ? WHERE id = ?", (T0 + 120_000, SID))
+    third = extract(settings, NOW, agent="opencode", since="4000d", min_turns=0, cursor=cursor)
+    assert [s.user_turns for s in third.sessions] == [3]

@@ -66,6 +66,7 @@ from brain.io.sessions import (
     top_tools,
     work_fields,
 )
+from brain.io.sessions.incremental import Cursor
 
 AGENT = "opencode"
 
@@ -326,6 +327,7 @@ class _OpenSession:
 class _Plan:
     database: Path | None = None
     db_sessions: list[str] = field(default_factory=list)  # ids, oldest update first
+    db_states: dict[str, os.stat_result] = field(default_factory=dict)  # for the cursor: time_updated as mtime
     storage: Path | None = None
     json_sessions: list[Path] = field(default_factory=list)
 
@@ -348,7 +350,18 @@ def storage_of(opencode_dir: Path) -> Path | None:
     return None
 
 
-def plan(opencode_dir: Path, since_ts: float | None, stats: ReadStats) -> _Plan:
+def _row_state(updated: int) -> os.stat_result:
+    """A database session as the extraction cursor sees a file: its ``time_updated`` is its mtime."""
+    return os.stat_result((0, 0, 0, 0, 0, 0, 0, 0, updated // 1000, 0),
+                          {"st_mtime": updated / 1000, "st_mtime_ns": updated * 1_000_000})
+
+
+def _row_key(database: Path, sid: str) -> Path:
+    return Path(f"{database}#{sid}")
+
+
+def plan(opencode_dir: Path, since_ts: float | None, stats: ReadStats, cursor: Cursor | None = None) -> _Plan:
+    """Sessions updated in the window (database sessions: and since the cursor, when one is given)."""
     found = _Plan()
     database = opencode_dir / "opencode.db"
     if database.is_file():
@@ -366,8 +379,13 @@ def plan(opencode_dir: Path, since_ts: float | None, stats: ReadStats) -> _Plan:
             if since_ms is not None and isinstance(updated, int) and updated < since_ms:
                 stats.files_skipped_by_mtime += 1
                 continue
-            if isinstance(sid, str):
-                found.db_sessions.append(sid)
+            if not isinstance(sid, str):
+                continue
+            if isinstance(updated, int):
+                state = found.db_states[sid] = _row_state(updated)
+                if cursor is not None and cursor.is_unchanged(_row_key(database, sid), state):
+                    continue
+            found.db_sessions.append(sid)
     storage = storage_of(opencode_dir)
     if storage is not None:
         found.storage = storage
@@ -486,7 +504,7 @@ def _from_storage(storage: Path, path: Path, stats: ReadStats, until: str | None
 
 
 def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
-         done: int = 0, total: int = 0, *, until: str | None = None) -> Iterator[Session]:
+         done: int = 0, total: int = 0, *, until: str | None = None, cursor: Cursor | None = None) -> Iterator[Session]:
     """All planned sessions; child sessions fold into their parent when it is read too.
 
     ``until`` (a time key) leaves out the messages created later.
@@ -504,6 +522,8 @@ def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
             with closing(_connect(found.database)) as connection:
                 for sid in found.db_sessions:
                     sinks[sid] = _from_database(connection, sid, stats, until)
+                    if cursor is not None and sid in found.db_states:
+                        cursor.record(_row_key(found.database, sid), found.db_states[sid], 0)
                     step()
         except sqlite3.Error as exc:
             stats.unreadable_files += 1
