@@ -138,7 +138,9 @@ def test_an_arc_that_changed_since_the_scan_keeps_the_note_in_the_inbox(arcs: Pa
     plan, _ = drain_inbox(arcs, notes(arcs), WHEN, Settings(vault=arcs))
     arc = arcs / "clusters/2026-11-20/2026-11-20-hot-bbbbbbbbbbbb.md"
     arc.write_text(arc.read_text() + "\nOperator edit.\n")
-    result = apply_drain(arcs, plan, journal=None, dry_run=False)
+    from brain.io.writer import apply_plan
+
+    result = apply_drain(plan, lambda part: apply_plan(arcs, part, journal=None, dry_run=False))
     assert result.conflicts and (arcs / rel).exists()
     assert "Operator edit." in arc.read_text() and "Keep me." not in arc.read_text()
 

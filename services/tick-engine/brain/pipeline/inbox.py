@@ -1,7 +1,8 @@
 """Draining ``raw/inbox/`` into arcs (SPEC §15): read what the plan needs, plan, apply safely.
 
 :func:`drain_inbox` reads the inbox notes and their target arcs named by the scan and returns
-the plan (:func:`brain.core.inbox.plan_inbox`). :func:`apply_drain` applies it in two steps:
+the plan (:func:`brain.core.inbox.plan_inbox`). :func:`apply_drain` applies it in two steps
+(through the tick's transaction, or any apply function):
 the arc writes first, then, only when every one of them landed, the inbox deletions, so a
 note is never deleted while its block is missing from the arc (the next tick retries; a
 block already present is never added twice). :func:`run_drain` does all of it under the
@@ -10,7 +11,7 @@ vault lock with a journal, for callers outside the tick (tests, operators).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 
@@ -49,17 +50,18 @@ def drain_inbox(vault: Path, snapshot_notes: Iterable[Note], now: datetime, sett
     return plan, problems + planned_problems
 
 
-def apply_drain(vault: Path, plan: Plan, *, journal: writer.Journal | None, dry_run: bool) -> writer.ApplyResult:
-    """Apply a drain plan: arc writes, then the inbox deletions only if every write landed."""
+def apply_drain(plan: Plan, apply: Callable[[Plan], writer.ApplyResult]) -> writer.ApplyResult:
+    """Apply a drain plan with ``apply`` (the tick's transaction, or the writer): the arc writes,
+    then the inbox deletions only if every write landed."""
     writes = Plan([op for op in plan.operations if not isinstance(op, DeleteFile)])
     deletes = Plan([op for op in plan.operations if isinstance(op, DeleteFile)])
-    result = writer.apply_plan(vault, writes, journal=journal, dry_run=dry_run)
+    result = apply(writes)
     if result.conflicts or result.problems:
         result.problems.extend(Problem(op.path, None, "inbox note kept: its arc could not be written; "
                                        "the next tick retries") for op in deletes.operations
                                if isinstance(op, DeleteFile))
         return result
-    result.merge(writer.apply_plan(vault, deletes, journal=journal, dry_run=dry_run))
+    result.merge(apply(deletes))
     return result
 
 
@@ -76,7 +78,7 @@ def run_drain(settings: Settings, now: datetime, *, dry_run: bool = False) -> tu
         plan, problems = drain_inbox(vault, snapshot.notes.values(), now, settings)
         tick_id = new_tick_id(vault, now, "inbox")
         journal = None if dry_run else writer.Journal(vault, tick_id, now)
-        result = apply_drain(vault, plan, journal=journal, dry_run=dry_run)
+        result = apply_drain(plan, lambda part: writer.apply_plan(vault, part, journal=journal, dry_run=dry_run))
         if journal is not None:
             journal.complete()
     result.problems[:0] = problems

@@ -108,8 +108,6 @@ def indexed(path: str) -> bool:
 
 def rows_for(note: Note, text: str) -> list[Row]:
     """The index rows of one parsed note; ``text`` is the file's text the note was parsed from."""
-    from brain.core.redaction import redact
-
     if not note.parsed or not indexed(note.path):
         return []
     arc = note.arc
@@ -121,9 +119,10 @@ def rows_for(note: Note, text: str) -> list[Row]:
     successors: tuple[str, ...] = ()
     if arc is not None and arc.is_tombstone:
         successors = tuple(s for s in ((arc.merged_into,) if arc.merged_into else arc.split_into) if s)
-    rows: list[Row] = []
-    title = redact(arc.title) if arc is not None else ""  # shown with every hit; searched on the arc row only
+    texts: list[str] = []  # redacted in one call below: a file's rows share one pass of the patterns
+    kinds: list[tuple[str, int]] = []
     if arc is not None:
+        texts.append(arc.title)
         pieces, cursor = [], note.body_offset
         for marker in note.markers:  # marker blocks get rows of their own; tags are noise
             if marker.start >= cursor:
@@ -131,15 +130,32 @@ def rows_for(note: Note, text: str) -> list[Row]:
                 cursor = marker.end
         pieces.append(text[cursor:])
         body = " ".join(p for p in (arc.summary or "", arc.project or "", "".join(pieces)) if p)
-        rows.append(Row(note.path, 1, "arc", project, cluster_id, heat, last_active, status, successors,
-                        title, redact(body[:BODY_MAX_CHARS])))
+        texts.append(body[:BODY_MAX_CHARS])
+        kinds.append(("arc", 1))
     for marker in note.markers:
         if marker.type not in MARKER_KINDS or not marker.is_block or not marker.text:
             continue
         extra = " ".join(v for k, v in marker.attrs if k in ("source", "severity", "target"))
-        rows.append(Row(note.path, marker.line, marker.type, project, cluster_id, heat, last_active, status,
-                        successors, title, redact(f"{marker.text} {extra}".strip()[:BODY_MAX_CHARS])))
-    return rows
+        texts.append(f"{marker.text} {extra}".strip()[:BODY_MAX_CHARS])
+        kinds.append((marker.type, marker.line))
+    if not kinds:
+        return []
+    clean = _redact_all(texts)
+    title = clean.pop(0) if arc is not None else ""  # shown with every hit; searched on the arc row only
+    return [Row(note.path, line, kind, project, cluster_id, heat, last_active, status, successors, title, body)
+            for (kind, line), body in zip(kinds, clean, strict=True)]
+
+
+_SEPARATOR = "\n\n\x1e\x1e\n\n"
+
+
+def _redact_all(texts: list[str]) -> list[str]:
+    """``redact`` of each text, in one call when the separator survives (it is whitespace to every pattern)."""
+    from brain.core.redaction import redact
+
+    joined = redact(_SEPARATOR.join(texts))
+    parts = joined.split(_SEPARATOR)
+    return parts if len(parts) == len(texts) else [redact(t) for t in texts]
 
 
 # --- the database ------------------------------------------------------------------------------
@@ -184,7 +200,8 @@ def exists(vault: Path) -> bool:
 
 def _read(vault: Path, rel: str) -> bytes | None:
     try:
-        return (vault / rel).read_bytes()
+        with open(os.path.join(vault, rel), "rb") as handle:
+            return handle.read()
     except OSError:
         return None
 
@@ -206,19 +223,30 @@ def _note_and_text(vault: Path, rel: str, note: Note | None, max_bytes: int) -> 
     return note, text, sha1
 
 
-def _insert(conn: sqlite3.Connection, rows: Iterable[Row]) -> int:
-    count = 0
-    for row in rows:
-        cursor = conn.execute(
-            "INSERT INTO docs(path, line, kind, project, cluster_id, heat, last_active, status, successors, title)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row.path, row.line, row.kind, row.project, row.cluster_id, row.heat, row.last_active, row.status,
-             ",".join(row.successors), row.title),
-        )
-        conn.execute("INSERT INTO fts(rowid, title, body, kind, project) VALUES (?, ?, ?, ?, ?)",
-                     (cursor.lastrowid, row.title if row.kind == "arc" else "", row.body, row.kind, row.project or ""))
-        count += 1
-    return count
+@dataclass
+class _Batch:
+    """Rows waiting for one ``executemany`` per table (ids assigned here, not by SQLite)."""
+
+    next_id: int
+    docs: list[tuple[object, ...]]
+    fts: list[tuple[object, ...]]
+    files: list[tuple[str, str]]
+
+    def add(self, rows: list[Row]) -> int:
+        for row in rows:
+            self.docs.append((self.next_id, row.path, row.line, row.kind, row.project, row.cluster_id, row.heat,
+                              row.last_active, row.status, ",".join(row.successors), row.title))
+            self.fts.append((self.next_id, row.title if row.kind == "arc" else "", row.body, row.kind,
+                             row.project or ""))
+            self.next_id += 1
+        return len(rows)
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        conn.executemany("INSERT INTO docs(id, path, line, kind, project, cluster_id, heat, last_active, status,"
+                         " successors, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.docs)
+        conn.executemany("INSERT INTO fts(rowid, title, body, kind, project) VALUES (?, ?, ?, ?, ?)", self.fts)
+        conn.executemany("INSERT OR REPLACE INTO files(path, sha1) VALUES (?, ?)", self.files)
+        self.docs, self.fts, self.files = [], [], []
 
 
 def _forget(conn: sqlite3.Connection, rel: str) -> None:
@@ -232,6 +260,7 @@ def _index_files(
     max_bytes: int, known: Mapping[str, str],
 ) -> None:
     """Index ``paths`` as they are on disk now; ``known`` is what the index holds (path -> sha1)."""
+    batch = _Batch(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM docs").fetchone()[0], [], [], [])
     for rel in sorted(set(paths)):
         if not indexed(rel):
             continue
@@ -245,8 +274,9 @@ def _index_files(
             stats.files_removed += 1
             continue
         note, text, sha1 = found
-        stats.rows_written += _insert(conn, rows_for(note, text))
-        conn.execute("INSERT OR REPLACE INTO files(path, sha1) VALUES (?, ?)", (rel, sha1))
+        stats.rows_written += batch.add(rows_for(note, text))
+        batch.files.append((rel, sha1))
+    batch.flush(conn)
 
 
 DEFAULT_MAX_BYTES = 2_000_000
