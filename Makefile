@@ -57,12 +57,11 @@ lint: install
 	$(VENV)/bin/ruff check services tests scripts
 	$(VENV)/bin/mypy
 
+# brain init, brain extract | brain cluster, brain tick --no-ai, then the session-start feed of one
+# fixture project (DEMO_CWD); brain/demo.py runs the real commands and prints a short summary.
 demo: install
 	rm -rf $(DEMO_VAULT)
-	$(PY) -m brain.demo --vault $(DEMO_VAULT) --fixtures $(FIXTURES) --now $(DEMO_NOW)
-	$(BRAIN) tick --vault $(DEMO_VAULT) --no-ai --now $(DEMO_NOW)
-	@echo; echo "Demo vault: $(DEMO_VAULT)/  (open it in Obsidian; the feed is in $(DEMO_VAULT)/brain-feed/)"; echo
-	@cat $(DEMO_VAULT)/brain-feed/hot-arcs.md
+	@$(PY) -m brain.demo --vault $(DEMO_VAULT) --fixtures $(FIXTURES) --now $(DEMO_NOW) $(if $(DEMO_CWD),--cwd $(DEMO_CWD))
 
 bench: install
 	$(PY) scripts/bench.py

@@ -355,6 +355,9 @@ class WorkLog:
         signature = error_signature(output)
         if not signature:
             return
+        root = self.cwd.replace("\\", "/").rstrip("/")
+        if root:
+            signature = signature.replace(root + "/", "")  # repo-relative, and no home path in the arc
         if len(self._failures) < MAX_FAILURES * 4:
             self._failures.append((call.key, Failure(signature[:ITEM_CHARS], False, call.line, call.display)))
         self.miner.failure(call.line, call.key, call.display, signature)
