@@ -90,6 +90,15 @@ class ReadStats:
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "problems"}
 
+    def count(self, counters: FileCounters, files: int = 1) -> None:
+        """Fold what reading ``files`` file(s) saw into the run's figures."""
+        self.files_read += files
+        self.bytes_read += counters.bytes
+        self.lines_read += counters.lines
+        self.damaged_lines += counters.damaged
+        self.salvaged_records += counters.salvaged
+        self.repaired_lines += counters.repaired
+
 
 @dataclass
 class FileCounters:
@@ -150,14 +159,19 @@ def _salvage(text: str, counters: FileCounters) -> list[dict[str, Any]]:
     return found
 
 
+def decode_text(raw: bytes, counters: FileCounters) -> str:
+    """UTF-8 text; bytes that are not UTF-8 become U+FFFD and the repair is counted."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        counters.repaired += 1
+        return raw.decode("utf-8", "replace")
+
+
 def decode_line(raw: bytes, counters: FileCounters) -> list[dict[str, Any]]:
     """The JSON object(s) of one line; damage is counted, never raised."""
     counters.lines += 1
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        counters.repaired += 1
-        text = raw.decode("utf-8", "replace")
+    text = decode_text(raw, counters)
     try:
         value = _DECODER.decode(text)  # no strip(): the decoder skips whitespace without copying the line
     except RecursionError:
@@ -195,12 +209,7 @@ def read_file(path: Path, handle: Callable[[dict[str, Any]], None], stats: ReadS
             handle(record)
     except OSError:
         stats.unreadable_files += 1
-    stats.files_read += 1
-    stats.bytes_read += counters.bytes
-    stats.lines_read += counters.lines
-    stats.damaged_lines += counters.damaged
-    stats.salvaged_records += counters.salvaged
-    stats.repaired_lines += counters.repaired
+    stats.count(counters)
     return counters
 
 

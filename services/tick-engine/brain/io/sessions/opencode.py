@@ -55,6 +55,7 @@ from brain.io.sessions import (
     TimeRange,
     ToolCall,
     clean_prompt,
+    decode_text,
     feed_work,
     from_key,
     most_common,
@@ -84,11 +85,7 @@ def decode(raw: bytes | str | None, counters: FileCounters) -> dict[str, Any] | 
     counters.lines += 1
     if isinstance(raw, bytes):
         counters.bytes += len(raw)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            counters.repaired += 1
-            text = raw.decode("utf-8", "replace")
+        text = decode_text(raw, counters)
     else:
         counters.bytes += len(raw)
         text = raw
@@ -417,14 +414,6 @@ def units(found: _Plan) -> int:
 # ------------------------------------------------------------------------------ read
 
 
-def _count(counters: FileCounters, stats: ReadStats, *, files: int) -> None:
-    stats.files_read += files
-    stats.bytes_read += counters.bytes
-    stats.lines_read += counters.lines
-    stats.damaged_lines += counters.damaged
-    stats.repaired_lines += counters.repaired
-
-
 def _from_database(connection: sqlite3.Connection, sid: str, stats: ReadStats, until: str | None) -> _OpenSession:
     counters = FileCounters()
     sink = _OpenSession(sid, until=until)
@@ -447,7 +436,7 @@ def _from_database(connection: sqlite3.Connection, sid: str, stats: ReadStats, u
             sink.part(mid, value)
     sink.close_messages()
     sink.skipped = counters.damaged
-    _count(counters, stats, files=0)
+    stats.count(counters, 0)
     return sink
 
 
@@ -477,7 +466,7 @@ def _from_storage(storage: Path, path: Path, stats: ReadStats, until: str | None
     info = _load(path, counters, stats)
     files = 1
     if info is None:
-        _count(counters, stats, files=files)
+        stats.count(counters, files)
         return None
     sid = info.get("id") if isinstance(info.get("id"), str) else path.stem
     sink = _OpenSession(str(sid), until=until)
@@ -499,7 +488,7 @@ def _from_storage(storage: Path, path: Path, stats: ReadStats, until: str | None
                 sink.part(mid, part)
     sink.close_messages()
     sink.skipped = counters.damaged
-    _count(counters, stats, files=files)
+    stats.count(counters, files)
     return sink
 
 
