@@ -147,3 +147,101 @@ def test_fast_loader_reads_what_we_dump(mapping: dict) -> None:
     text = fm.dump(mapping)
     fast = fm.fast_load(text)
     assert fast is None or fast == mapping
+
+
+# --- line edits of operator YAML (issue 12 item 2) -------------------------------------
+
+
+def test_a_status_with_a_block_below_is_replaced_whole() -> None:
+    for block in ("status:\n  phase: review\n", "status:\n  - active\n", "status:\n- active\n- stalled\n"):
+        text = "cluster_id: x\n" + block + "heat: 3\n"
+        assert fm.set_scalars(text, {"status": "graduated"}) is None  # the fast path declines
+        out = fm.set_keys(text, {"status": "graduated", "heat": 0})
+        assert out == "cluster_id: x\nstatus: graduated\nheat: 0\n"
+        assert fm.load(out) == {"cluster_id": "x", "status": "graduated", "heat": 0}
+
+
+def test_edits_keep_comments_and_yaml_1_1_values_byte_for_byte() -> None:
+    text = (
+        "# operator header\ncluster_id: x  # the id\nat: 12:30\nzip: 01234\n"
+        "status:  # phase kept by hand\n  # inner note\n  phase: review\nheat: 3 # warm\n"
+    )
+    out = fm.set_keys(text, {"status": "graduated", "heat": 0})
+    assert out == (
+        "# operator header\ncluster_id: x  # the id\nat: 12:30\nzip: 01234\n"
+        "status: graduated  # phase kept by hand\n  # inner note\nheat: 0  # warm\n"
+    )
+
+
+def test_an_edit_that_cannot_be_made_line_by_line_is_refused_not_redumped() -> None:
+    text = "a: &shared 1\nb: *shared\n"
+    with pytest.raises(fm.FrontmatterError, match="cannot edit a line by line"):
+        fm.set_keys(text, {"a": 2})
+
+
+def test_a_repeated_key_is_edited_where_the_loader_reads_it() -> None:
+    out = fm.set_keys("heat: 1\ntitle: t\nheat: 2\n", {"heat": 5})
+    assert fm.load(out)["heat"] == 5 and out.startswith("heat: 1\n")
+
+
+_comment_ids = iter(range(10**9))
+_plain_value = st.sampled_from(["active", "12:30", "01234", "yes", "2026-11-20", "'quoted: x'", '"dq # not"',
+                                "a#b", "[a, b]", "{k: 1}", "7", "~", ""])
+_block_value = st.sampled_from(["\n  phase: review", "\n  - active", "\n- a\n- b", "\n  sub:\n    deep: 1",
+                                "|\n  line one\n  line two", ">-\n  folded"])
+
+
+@st.composite
+def _operator_frontmatter(draw: st.DrawFn) -> tuple[str, list[str], dict[str, str]]:
+    """Frontmatter as an operator writes it: comments anywhere, YAML 1.1 values, blocks under keys."""
+    keys = draw(st.lists(st.sampled_from(["heat", "status", "title", "at", "zip", "tags", "notes", "custom"]),
+                         min_size=1, max_size=8, unique=True))
+    lines: list[str] = []
+    comments: list[str] = []
+    blocks: dict[str, str] = {}
+
+    def comment() -> str:
+        tag = f"# c{next(_comment_ids)}"
+        comments.append(tag)
+        return tag
+
+    for key in keys:
+        if draw(st.booleans()):
+            lines.append(comment())
+        value = draw(st.one_of(_plain_value, _block_value))
+        first, *rest = value.split("\n")
+        head = f"{key}: {first}" if first else f"{key}:"
+        if not first.startswith(("|", ">")):  # a "#" inside a block scalar is text, not a comment
+            if draw(st.booleans()):
+                head += f"  {comment()}"
+            if rest and draw(st.booleans()):
+                rest.insert(0, "  " + comment())
+        block = "\n".join([head, *rest]) + "\n"
+        blocks[key] = block
+        lines.append(block.rstrip("\n"))
+    return "\n".join(lines) + "\n", comments, blocks
+
+
+@settings(max_examples=400, deadline=None)
+@given(_operator_frontmatter(), st.integers(0, 12), st.sampled_from(["active", "graduated", "stalled"]),
+       st.sets(st.sampled_from(["heat", "status", "title", "tags"]), min_size=1))
+def test_any_edit_reparses_strictly_and_keeps_other_values_and_comments(
+    case: tuple[str, list[str], dict[str, str]], heat: int, status: str, which: set[str]
+) -> None:
+    text, comments, blocks = case
+    before = fm.load(text)
+    updates: dict[str, object] = {"heat": heat, "status": status, "title": "new: title # x", "tags": ["a", "b"]}
+    updates = {k: v for k, v in updates.items() if k in which}
+    for out in (fm.set_scalars(text, {k: v for k, v in updates.items() if k in ("heat", "status")}),  # type: ignore[misc]
+                fm.set_keys(text, updates)):
+        if out is None:
+            continue
+        loaded = fm.load(out)  # the strict loader: never invalid YAML
+        for key in before:
+            if key not in updates:
+                assert loaded[key] == before[key]
+                assert blocks[key] in out  # other keys keep their bytes (12:30 stays 12:30)
+        for comment in comments:
+            assert comment in out
+    out = fm.set_keys(text, updates)
+    assert fm.load(out) == {**before, **updates}

@@ -253,24 +253,28 @@ def dump(mapping: dict[str, Any]) -> str:
 _KEY_LINE = re.compile(r"^(?P<key>[A-Za-z0-9_][A-Za-z0-9_.-]*|\"[^\"]*\"|'[^']*')\s*:(?:\s|$)")
 
 
-def _key_blocks(lines: list[str]) -> dict[str, tuple[int, int]]:
-    """Top-level key -> (first line, end line exclusive) in ``lines``."""
-    blocks: dict[str, tuple[int, int]] = {}
+def _key_blocks(lines: list[str]) -> dict[str, list[tuple[int, int]]]:
+    """Top-level key -> every (first line, end line exclusive) it occupies in ``lines``.
+
+    A key's block is its line plus the indented (or ``- ``) continuation lines of its value.
+    A key written twice has two blocks; the loader keeps the last one.
+    """
+    blocks: dict[str, list[tuple[int, int]]] = {}
     current: str | None = None
     begin = 0
     for index, line in enumerate(lines):
         match = _KEY_LINE.match(line)
         if match:
             if current is not None:
-                blocks.setdefault(current, (begin, _trim_tail(lines, begin, index)))
+                blocks.setdefault(current, []).append((begin, _trim_tail(lines, begin, index)))
             current = match.group("key").strip("\"'")
             begin = index
         elif current is not None and line[:1] not in (" ", "\t", "-", "\r", "\n", "") and not line.startswith("#"):
             # Anything else at column 0 ends the block (flow continuation lines are indented).
-            blocks.setdefault(current, (begin, _trim_tail(lines, begin, index)))
+            blocks.setdefault(current, []).append((begin, _trim_tail(lines, begin, index)))
             current = None
     if current is not None:
-        blocks.setdefault(current, (begin, _trim_tail(lines, begin, len(lines))))
+        blocks.setdefault(current, []).append((begin, _trim_tail(lines, begin, len(lines))))
     return blocks
 
 
@@ -285,10 +289,13 @@ _SIMPLE_VALUE = re.compile(r"^[A-Za-z][A-Za-z-]*$")
 
 
 def set_scalars(frontmatter: str, updates: dict[str, int | str]) -> str | None:
-    """Replace ``key: value`` lines in place without parsing YAML, or None when not that simple.
+    """Replace ``key: value`` lines in place without the YAML loader, or None when not that simple.
 
     Only for ints and plain lowercase words (heat, status), on lines that hold exactly one
-    plain scalar and nothing else; anything fancier goes through :func:`set_keys`.
+    plain scalar and nothing else, in plain frontmatter (what :func:`fast_load` reads).
+    A key whose value is a block below it (``status:`` then ``  phase: review`` or
+    ``  - active``), a comment, or anything else the fast loader declines returns None and
+    goes through :func:`set_keys`, so the result is always the intended mapping.
     """
     out = frontmatter
     for key, value in updates.items():
@@ -297,23 +304,48 @@ def set_scalars(frontmatter: str, updates: dict[str, int | str]) -> str | None:
                                        and value not in _YAML_WORDS)
         ):
             return None
-        pattern = re.compile(rf"^{re.escape(key)}:[ \t]*(-?\d+|[A-Za-z][A-Za-z-]*)?[ \t]*$", re.MULTILINE)
+        pattern = re.compile(rf"^{re.escape(key)}:[ \t]*(-?\d+|[A-Za-z][A-Za-z-]*)[ \t]*$", re.MULTILINE)
         matches = pattern.findall(out)
-        if len(matches) != 1 or (matches[0] and matches[0].lower() in _YAML_WORDS):
+        if len(matches) != 1 or matches[0].lower() in _YAML_WORDS:
             return None
         out = pattern.sub(f"{key}: {value}", out, count=1)
+    edited = fast_load(out)
+    if edited is None or any(edited.get(key) != value for key, value in updates.items()):
+        return None
     return out
 
 
 _YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n"})
+_BLOCK_SCALAR = re.compile(r":\s*[|>][0-9+-]*\s*(?:#.*)?$")
+# The comment after a one-line value: after a quoted scalar, or after " #" in a plain one.
+_TRAILING_COMMENT = re.compile(
+    r"""^[^\s:][^:]*:(?:[ \t]+(?:'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^'"\s#](?:[^#\n]|(?<!\s)#)*?))?[ \t]+(#[^\r\n]*)"""
+)
+
+
+def _kept_comments(lines: list[str], begin: int, end: int, newline: str) -> tuple[str, str]:
+    """The comments of a value about to be replaced: (after the key line, the lines below)."""
+    head = lines[begin]
+    if _BLOCK_SCALAR.search(head.rstrip("\r\n")):
+        return "", ""  # a "#" line inside a block scalar is text, not a comment
+    trailing = _TRAILING_COMMENT.match(head)
+    below = "".join(
+        line if line.endswith("\n") else line + newline
+        for line in lines[begin + 1 : end]
+        if line.lstrip().startswith("#")
+    )
+    return (trailing.group(1) if trailing else ""), below
 
 
 def set_keys(frontmatter: str, updates: dict[str, Any], *, remove: tuple[str, ...] = ()) -> str:
     """Return ``frontmatter`` with ``updates`` applied, touching only those keys' lines.
 
-    New keys are appended. The result is checked by re-parsing; if a line-level edit
-    would not give exactly the intended mapping (exotic YAML), the whole mapping is
-    re-dumped instead, which keeps every value but not comments.
+    A key's whole value is replaced: its line and the block of lines under it. Comments
+    on and under a replaced key are kept; every other line keeps its bytes (so YAML 1.1
+    values such as ``12:30`` or ``01234`` are never re-serialised); new keys are appended.
+    The operator's YAML is never re-dumped: if a line-level edit would not re-parse to
+    exactly the intended mapping (anchors and aliases, complex keys), this raises
+    :class:`FrontmatterError` and the caller leaves the file alone.
     """
     before = load(frontmatter)
     expected = dict(before)
@@ -322,7 +354,20 @@ def set_keys(frontmatter: str, updates: dict[str, Any], *, remove: tuple[str, ..
     expected.update(updates)
     if expected == before and all(key not in before for key in remove):
         return frontmatter
+    for keep_comments in (True, False):
+        result = _edit_lines(frontmatter, before, updates, remove, keep_comments=keep_comments)
+        try:
+            if load(result) == expected:
+                return result
+        except FrontmatterError:
+            pass
+    changed = ", ".join(sorted({*updates, *remove}))
+    raise FrontmatterError(f"cannot edit {changed} line by line without changing other values; file left as it is")
 
+
+def _edit_lines(
+    frontmatter: str, before: dict[str, Any], updates: dict[str, Any], remove: tuple[str, ...], *, keep_comments: bool
+) -> str:
     newline = "\r\n" if "\r\n" in frontmatter else "\n"
     lines = frontmatter.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
@@ -334,16 +379,19 @@ def set_keys(frontmatter: str, updates: dict[str, Any], *, remove: tuple[str, ..
         if key in before and before[key] == value:
             continue
         text = dump_key(key, value)
-        if newline != "\n":
-            text = text.replace("\n", newline)
-        if key in blocks:
-            begin, end = blocks[key]
-            replacements[begin] = (end, text)
-        else:
-            appended.append(text)
+        if key not in blocks:
+            appended.append(text.replace("\n", newline) if newline != "\n" else text)
+            continue
+        begin, end = blocks[key][-1]  # the loader keeps the last of a repeated key
+        if keep_comments:
+            trailing, below = _kept_comments(lines, begin, end, newline)
+            first, rest = text.split("\n", 1)
+            if trailing and (not rest or first.endswith(":")):  # one-line value, or a block below the key
+                text = f"{first}  {trailing}\n{rest}"
+            text += below.replace(newline, "\n")
+        replacements[begin] = (end, text.replace("\n", newline) if newline != "\n" else text)
     for key in remove:
-        if key in blocks:
-            begin, end = blocks[key]
+        for begin, end in blocks.get(key, ()):
             replacements[begin] = (end, "")
     out: list[str] = []
     index = 0
@@ -356,10 +404,4 @@ def set_keys(frontmatter: str, updates: dict[str, Any], *, remove: tuple[str, ..
             out.append(lines[index])
             index += 1
     out.extend(appended)
-    result = "".join(out)
-    try:
-        if load(result) == expected:
-            return result
-    except FrontmatterError:
-        pass
-    return dump(expected).replace("\n", newline) if newline != "\n" else dump(expected)
+    return "".join(out)
