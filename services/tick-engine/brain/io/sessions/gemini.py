@@ -54,6 +54,7 @@ from brain.io.sessions import (
     TimeRange,
     ToolCall,
     clean_prompt,
+    decode_text,
     feed_work,
     from_key,
     iter_records,
@@ -307,11 +308,7 @@ def _read_json(path: Path, counters: FileCounters, stats: ReadStats, what: str) 
         return None
     counters.bytes += len(raw)
     counters.lines += raw.count(b"\n") + 1
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        counters.repaired += 1
-        text = raw.decode("utf-8", "replace")
+    text = decode_text(raw, counters)
     try:
         return _DECODER.decode(text)
     except RecursionError:
@@ -369,12 +366,7 @@ def _read_chat(path: Path, chat: _Chat, stats: ReadStats) -> FileCounters:
                     chat.upsert(message)
         elif data is not None:
             counters.damaged += 1
-    stats.files_read += 1
-    stats.bytes_read += counters.bytes
-    stats.lines_read += counters.lines
-    stats.damaged_lines += counters.damaged
-    stats.salvaged_records += counters.salvaged
-    stats.repaired_lines += counters.repaired
+    stats.count(counters)
     return counters
 
 
@@ -497,10 +489,7 @@ def _prompt_log(path: Path, stats: ReadStats) -> dict[str, list[tuple[str | None
     """``logs.json``: session id -> [(time key, prompt)], in file order."""
     counters = FileCounters()
     data = _read_json(path, counters, stats, "Gemini CLI logs.json")
-    stats.files_read += 1
-    stats.bytes_read += counters.bytes
-    stats.damaged_lines += counters.damaged
-    stats.repaired_lines += counters.repaired
+    stats.count(counters)
     found: dict[str, list[tuple[str | None, str]]] = {}
     for entry in data if isinstance(data, list) else data.get("messages", []) if isinstance(data, dict) else []:
         if not isinstance(entry, dict) or entry.get("type", "user") != "user":
