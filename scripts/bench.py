@@ -57,7 +57,10 @@ def generate(vault: Path, count: int, seed: int = 7) -> None:
     for i, cid in enumerate(ids):
         month, day = 1 + i % 11, 1 + i % 28
         recent = rng.random() < 0.03
-        last = f"2026-11-21T0{rng.randint(0, 9)}:00:00Z" if recent else f"2026-{month:02d}-{day:02d}T18:00:00Z"
+        # Minutes spread like real session ends, so per-arc heat boundaries are spread over the day too.
+        hour, minute = rng.randint(0, 23), rng.randint(0, 59)
+        last = (f"2026-11-21T0{rng.randint(0, 9)}:{minute:02d}:00Z" if recent
+                else f"2026-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:00Z")
         tools = rng.choice([3, 40, 120, 260, 1400])
         extra = ""
         roll = rng.random()

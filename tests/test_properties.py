@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.vaults import init_vault, run_tick_json, tree_digest, write_arc
+from tests.support.vaults import arc_text, init_vault, run_tick_json, tree_digest, write_arc
 
 FOLDERS = ["clusters/2026-11-01", "clusters/2026-11-20", "frontal-lobe/conscious", "frontal-lobe/unconscious",
            "left/projects", "right/ideas", "pineal", "projects"]
@@ -54,7 +54,17 @@ def test_second_tick_plans_nothing_and_arcs_are_never_lost(arcs: list[dict], cap
         try:
             code, first = run_tick_json(vault)
             assert code == 0, first["problems"]
-            assert first["stats"]["arcs"] == len(arcs)
+            # arcs are the cluster_id notes in the compartment folders; one in projects/ is the operator's
+            # (issue 12 item 11): counted as a note, never as an arc, never edited
+            assert first["stats"]["arcs"] == sum(1 for spec in arcs if spec["folder"] != "projects")
+            for i, spec in enumerate(arcs):
+                if spec["folder"] == "projects":
+                    name = f"2026-11-{1 + i % 28:02d}-arc-{i}-0123456789ab"
+                    assert (vault / "projects" / f"{name}.md").read_text() == arc_text(
+                        name, status=spec["status"], region=spec["region"], heat=spec["heat"],
+                        sessions=[f"s{i}-{k}" for k in range(spec["sessions"])], tool_calls=spec["tool_calls"],
+                        joy=spec["joy"], last_active=spec["last_active"], created=spec["last_active"],
+                        body=spec["body"])
             assert first["stats"]["conscious"] <= cap
             before = tree_digest(vault, include_state=False)
             code, second = run_tick_json(vault)

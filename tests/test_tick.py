@@ -150,10 +150,11 @@ def test_bad_files_are_reported_and_left_byte_for_byte(vault: Path) -> None:
     code, report = run_tick_json(vault)
     assert code == 0, report["problems"]
     paths = {p["path"] for p in report["problems"]}
-    for rel in ("clusters/2026-11-21/bad-yaml.md", "clusters/2026-11-21/bad-utf8.md", "notes/huge.md",
-                "notes/no-end.md"):
+    for rel in ("clusters/2026-11-21/bad-yaml.md", "clusters/2026-11-21/bad-utf8.md", "notes/no-end.md"):
         assert rel in paths, rel
-        assert (vault / rel).read_bytes() == bad[rel]
+    for rel in bad:  # a 5 MB note is parsed since notes up to max_note_bytes (64 MB) are (issue 12 item 14)
+        if rel != "clusters/2026-11-21/unterminated.md":
+            assert (vault / rel).read_bytes() == bad[rel], rel
     unterminated = [p for p in report["problems"] if "unterminated @signal" in p["message"]]
     assert unterminated and unterminated[0]["line"] is not None
     # the arc with the broken marker is still an arc: it moves, and its text survives byte for byte past the frontmatter
@@ -222,7 +223,7 @@ def test_unchanged_files_are_not_parsed_again(vault: Path) -> None:
     _, report = run_tick_json(vault)
     keeper = report["phases"]["keeper"]
     assert keeper["parsed"] == 1 and keeper["cached"] == keeper["files"] - 1 > 0
-    (vault / ".brain/cache.json").write_text("{corrupt")
+    (vault / ".brain/parse-cache").write_text("{corrupt")
     os.utime(touched, (1_700_000_200, 1_700_000_200))
     _, report = run_tick_json(vault)
     assert report["phases"]["keeper"]["parsed"] == report["phases"]["keeper"]["files"]

@@ -211,8 +211,11 @@ def undo(
             target = tick_id
             if not (root / writer.JOURNAL_DIR / target / "manifest.json").is_file():
                 raise UsageError("unknown tick", f"no journal {target}", path=root / writer.JOURNAL_DIR)
-        with writer.vault_lock(root, "undo"):
-            result = writer.undo(root, target, force=force)
+        from brain.io.transaction import transaction
+
+        # No recovery first: undo is how an operator inspects and restores journals by hand.
+        with transaction(root, "undo", f"undo-{target}", resolve_now(s), recover=False) as tx:
+            result = tx.undo(target, force=force)
         print(json.dumps({"tick_id": target, "restored": result.restored, "conflicts": result.conflicts,
                           "done": result.done}))
         if not result.done:

@@ -1,4 +1,18 @@
-"""Heat (SPEC §7): an integer 0-10 from recency, sessions, tool volume, status and signals."""
+"""Heat (SPEC §7): an integer 0-10 from recency, sessions, tool volume, status and signals.
+
+Heat counts work, not noise: an arc whose work was a scripted one-shot run (at most one
+human turn, ``activity.user_turns`` 1) or a sub-minute session (``last_active`` less than
+60 s after ``created``) gets no recency and no session heat, so ``claude -p "…"`` runs never
+crowd the hot table. Tool volume, status, joy, alarms and ``@hot`` floors still count.
+
+Heat is a step function of time: :func:`next_change` gives the first instant after ``now``
+at which an arc's heat differs, so a tick on an unchanged vault only revisits arcs whose
+instant has come.
+
+Dates are range-checked: a ``last_active`` or ``created`` outside years
+:data:`MIN_YEAR`-:data:`MAX_YEAR` (``9999-12-31``, a typo) is ignored like a missing one
+and reported with its path (:func:`date_problems`); date arithmetic never overflows.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +20,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from brain.core.markers import Marker
-from brain.core.model import Note
+from brain.core.model import ArcInfo, Note, Problem
 from brain.core.timeutil import date_in_text, parse_instant
 from brain.core.vocab import ALARM_SEVERITIES, CLOSED_STATUSES
 from brain.settings import Settings
+
+MIN_YEAR, MAX_YEAR = 1970, 2999
+_EARLIEST = datetime(MIN_YEAR, 1, 1, tzinfo=UTC)
+_LATEST = datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC)
+#: The sub-minute rule: an arc whose whole work took less than this is noise, not work.
+NOISE_SECONDS = 60
+#: The one-shot rule: this many human turns or fewer (but at least one: 0 is "unknown").
+NOISE_MAX_TURNS = 1
 
 
 @dataclass(frozen=True)
@@ -21,6 +43,22 @@ class HeatInputs:
     joy: int
     open_alarm: bool
     hot_floor: int | None
+    noise: bool = False  # a scripted one-shot or sub-minute run: no recency or session heat
+
+
+def _in_range(instant: datetime | None) -> datetime | None:
+    return instant if instant is not None and _EARLIEST <= instant < _LATEST else None
+
+
+def _instant(value: str | None) -> datetime | None:
+    return _in_range(parse_instant(value))
+
+
+def _mtime(note: Note) -> datetime:
+    try:
+        return _in_range(datetime.fromtimestamp(note.mtime_ns / 1e9, tz=UTC)) or _EARLIEST
+    except (OverflowError, OSError, ValueError):
+        return _EARLIEST
 
 
 def last_active_of(note: Note) -> datetime:
@@ -28,29 +66,52 @@ def last_active_of(note: Note) -> datetime:
     arc = note.arc
     if arc is not None:
         for candidate in (arc.last_active, arc.created):
-            parsed = parse_instant(candidate)
+            parsed = _instant(candidate)
             if parsed is not None:
                 return parsed
-        from_id = date_in_text(arc.cluster_id)
+        from_id = _in_range(date_in_text(arc.cluster_id))
         if from_id is not None:
             return from_id
-    from_name = date_in_text(note.path.rsplit("/", 1)[-1])
+    from_name = _in_range(date_in_text(note.path.rsplit("/", 1)[-1]))
     if from_name is not None:
         return from_name
-    return datetime.fromtimestamp(note.mtime_ns / 1e9, tz=UTC)
+    return _mtime(note)
 
 
 def created_of(note: Note) -> datetime:
     """The arc's creation instant: ``created``, then the date in ``cluster_id``, then as last_active."""
     arc = note.arc
     if arc is not None:
-        parsed = parse_instant(arc.created)
+        parsed = _instant(arc.created)
         if parsed is not None:
             return parsed
-        from_id = date_in_text(arc.cluster_id)
+        from_id = _in_range(date_in_text(arc.cluster_id))
         if from_id is not None:
             return from_id
     return last_active_of(note)
+
+
+def date_problems(note: Note) -> list[Problem]:
+    """A ``last_active`` / ``created`` that parses but lies outside the years heat can use."""
+    arc = note.arc
+    if arc is None:
+        return []
+    problems = []
+    for key, value in (("last_active", arc.last_active), ("created", arc.created)):
+        parsed = parse_instant(value)
+        if parsed is not None and _in_range(parsed) is None:
+            problems.append(Problem(note.path, None, f"{key} {value!r} is outside the years {MIN_YEAR}-{MAX_YEAR}; "
+                                                     "ignored (heat uses the next date it can find)"))
+    return problems
+
+
+def is_noise(arc: ArcInfo) -> bool:
+    """Scripted one-shot (1 human turn) or sub-minute work: it gets no recency or session heat."""
+    if 0 < arc.activity.user_turns <= NOISE_MAX_TURNS:
+        return True
+    created, last = _instant(arc.created), _instant(arc.last_active)
+    return created is not None and last is not None and timedelta(0) <= last - created < timedelta(
+        seconds=NOISE_SECONDS)
 
 
 def open_signals(markers: tuple[Marker, ...]) -> list[Marker]:
@@ -75,6 +136,7 @@ def inputs_of(note: Note) -> HeatInputs:
         joy=arc.activity.joy,
         open_alarm=any(m.attr("severity") in ALARM_SEVERITIES for m in open_signals(note.markers)),
         hot_floor=max(floors) if floors else None,
+        noise=is_noise(arc),
     )
 
 
@@ -83,13 +145,16 @@ def compute(inputs: HeatInputs, now: datetime, s: Settings) -> int:
     if age < timedelta(0):
         age = timedelta(0)  # a clock ahead of ours is "just now"
     heat = 0
-    if age <= timedelta(hours=24):
+    if inputs.noise:
+        pass  # noise earns no recency and no session heat
+    elif age <= timedelta(hours=24):
         heat += s.heat_recent_24h
     elif age <= timedelta(hours=72):
         heat += s.heat_recent_72h
     elif age <= timedelta(days=7):
         heat += s.heat_recent_7d
-    heat += min(s.heat_sessions_max, max(0, inputs.sessions))
+    if not inputs.noise:
+        heat += min(s.heat_sessions_max, max(0, inputs.sessions))
     if inputs.tool_calls >= 1000:
         heat += s.heat_tools_1000
     elif inputs.tool_calls >= 200:
@@ -112,3 +177,41 @@ def compute(inputs: HeatInputs, now: datetime, s: Settings) -> int:
 
 def inactive_days(inputs: HeatInputs, now: datetime) -> float:
     return max(0.0, (now - inputs.last_active).total_seconds() / 86400)
+
+
+def next_change(inputs: HeatInputs, now: datetime, s: Settings) -> datetime | None:
+    """The first instant after ``now`` at which the keeper may decide this arc differently:
+    its heat (:func:`compute`) changes, or its inactivity passes ``graduate_days``. None: never.
+
+    Heat is non-increasing in time and only steps at known instants (recency boundaries just
+    after 24 h, 72 h and 7 days; decay on whole idle days), so the steps are walked in order
+    until one changes the value; an arc already at its lowest heat (most graduated arcs) has
+    no next change at all.
+    """
+    last = inputs.last_active
+    tick = timedelta(microseconds=1)  # "within 24 h" holds at 24 h exactly and fails just after
+    candidates: list[datetime] = []
+    try:
+        lowest = compute(inputs, last + timedelta(days=36_500), s)
+        graduate_at = last + timedelta(days=s.graduate_days) + tick
+        if graduate_at > now:
+            candidates.append(graduate_at)
+        current = compute(inputs, now, s)
+        if current != lowest:
+            for offset in (timedelta(hours=24), timedelta(hours=72), timedelta(days=7)):
+                candidates.append(last + offset + tick)
+            grace, every = s.heat_decay_grace_days, max(1, s.heat_decay_every_days)
+            first = max(grace + 1, (now - last).days + 1 if now > last else 0)
+            day = first + (-(first - grace) % every)
+            for _ in range(1000):  # never reached: heat falls by one per step and is at most a few dozen
+                instant = last + timedelta(days=day)
+                candidates.append(instant)
+                if compute(inputs, instant, s) == lowest:
+                    break
+                day += every
+    except OverflowError:
+        return None
+    for instant in sorted(t for t in candidates if t > now):
+        if instant is not None and (instant == graduate_at or compute(inputs, instant, s) != current):
+            return instant
+    return None

@@ -13,9 +13,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from brain.core import frontmatter, markers
-from brain.core.heat import HeatInputs, compute, inactive_days, inputs_of
+from brain.core.heat import (
+    HeatInputs,
+    compute,
+    created_of,
+    date_problems,
+    inactive_days,
+    inputs_of,
+    next_change,
+)
 from brain.core.markers import Marker
-from brain.core.model import Note
+from brain.core.model import Note, Problem
 from brain.core.timeutil import parse_instant
 from brain.core.vocab import (
     CONSCIOUS,
@@ -59,6 +67,9 @@ class ArcDecision:
 class KeeperDecisions:
     arcs: dict[str, ArcDecision] = field(default_factory=dict)  # cluster_id -> decision
     duplicates: dict[str, list[str]] = field(default_factory=dict)  # cluster_id -> paths
+    problems: list[Problem] = field(default_factory=list)  # values the decisions could not use
+    #: The first instant after ``now`` at which some live arc may be decided differently.
+    next_change: datetime | None = None
 
     def changed(self) -> list[ArcDecision]:
         return [d for d in self.arcs.values() if d.changes_file]
@@ -119,8 +130,12 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings) -> KeeperDecisions
         if arc.is_tombstone:
             out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, note.path)
             continue
+        out.problems.extend(date_problems(note))
         inputs = inputs_of(note)
         live.append((note, compute(inputs, now, s), inputs))
+        changes = next_change(inputs, now, s)
+        if changes is not None and (out.next_change is None or changes < out.next_change):
+            out.next_change = changes
 
     # Conscious: hottest first, at most conscious_cap; arcs already there win ties (no churn).
     contenders = [
@@ -165,9 +180,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings) -> KeeperDecisions
 
 
 def _with_status(inputs: HeatInputs, status: str) -> HeatInputs:
-    return HeatInputs(
-        inputs.last_active, inputs.sessions, inputs.tool_calls, status, inputs.joy, inputs.open_alarm, inputs.hot_floor
-    )
+    return dataclasses.replace(inputs, status=status)
 
 
 def predict(note: Note, decision: ArcDecision, old: str, new: str, data: bytes) -> Note | None:
@@ -227,39 +240,31 @@ def render(text: str, decision: ArcDecision) -> str:
 
 
 def valid_until(decisions: KeeperDecisions, now: datetime, s: Settings) -> datetime:
-    """The last instant (inclusive) at which the same files still give the same plan as at ``now``.
+    """The last instant at which the same files still give the same plan as at ``now``.
 
-    Heat, graduation, inject expiry, signal tombstones and the feed's date only change at
-    known instants; until the earliest of them an unchanged vault plans nothing, which is
-    what lets a steady-state tick stop after listing the files.
+    Heat and graduation change at instants :func:`brain.core.heat.next_change` knows per arc
+    (collected by :func:`decide`); inject expiry, signal tombstones and the feed's date at
+    others. Until the earliest of them an unchanged vault plans nothing, which is what lets a
+    steady-state tick stop after listing the files.
     """
-    from brain.core.heat import created_of, last_active_of
-
-    second = timedelta(seconds=1)
-    # Boundaries whose condition already flips AT the instant (the date, whole days of decay)
-    # end the window one second earlier; the others ("older than", "within") flip just after it.
-    midnight = datetime(now.year, now.month, now.day, tzinfo=now.tzinfo) + timedelta(days=1) - second
+    tick = timedelta(microseconds=1)
+    # The feed carries the date: the window ends just before midnight.
+    midnight = datetime(now.year, now.month, now.day, tzinfo=now.tzinfo) + timedelta(days=1) - tick
     candidates = [midnight]
-    day = timedelta(days=1)
+    if decisions.next_change is not None:
+        candidates.append(decisions.next_change - tick)
     for decision in decisions.arcs.values():
         note = decision.note
         if note.arc is None or note.arc.is_tombstone:
             continue
-        last = last_active_of(note)
-        for offset in (timedelta(hours=24), timedelta(hours=72), timedelta(days=7), timedelta(days=s.graduate_days)):
-            candidates.append(last + offset)
-        age_days = max(0, (now - last).days)
-        grace, every = s.heat_decay_grace_days, max(1, s.heat_decay_every_days)
-        step = max(1, (age_days - grace) // every + 1)
-        candidates.append(last + day * (grace + every * step) - second)
         for marker in note.markers:
             if marker.type == "inject":
                 born = parse_instant(marker.attr("date")) or created_of(note)
                 try:
                     ttl = int(marker.attr("ttl_days") or s.inject_ttl_days)
-                except ValueError:
-                    ttl = s.inject_ttl_days
-                candidates.append(born + timedelta(days=ttl))
+                    candidates.append(born + timedelta(days=ttl))
+                except (ValueError, OverflowError):
+                    continue
             elif marker.type == "signal" and marker.attr("severity") == "resolved":
                 cleared = parse_instant(marker.attr("cleared_at"))
                 if cleared is not None:

@@ -1,7 +1,7 @@
 """Plans: what a phase wants done to the vault, as values. The writer executes them.
 
 A phase never writes; it returns a :class:`Plan`. Dry run prints the plan; a real run hands
-it to :func:`brain.io.writer.apply_plan`, which journals before-images and writes atomically.
+it to a transaction (:mod:`brain.io.transaction`), which journals before-images and writes atomically.
 """
 
 from __future__ import annotations
@@ -66,18 +66,6 @@ class Plan:
 
     def add(self, operation: Operation) -> None:
         self.operations.append(operation)
-
-    def extend(self, operations: list[Operation]) -> None:
-        self.operations.extend(operations)
-
-    def touched(self) -> set[str]:
-        paths: set[str] = set()
-        for op in self.operations:
-            if isinstance(op, MoveFile):
-                paths.update((op.src, op.dst))
-            else:
-                paths.add(op.path)
-        return paths
 
     def __bool__(self) -> bool:
         return bool(self.operations)

@@ -173,6 +173,17 @@ class Journal:
         self._save()
         self.opened = True
 
+    def skip(self, path: str) -> None:
+        """An operation the operator's edit pre-empted: undo must not touch its file."""
+        self.manifest["ops"] = [op for op in self.manifest["ops"] if op["path"] != path]
+        self._save()
+
+    def preserve(self, path: str, data: bytes) -> str:
+        """Keep bytes an operator wrote while the tick committed ``path``; returns where."""
+        target = self.root / "preserved" / path
+        atomic_write(target, data)
+        return target.relative_to(self.vault).as_posix()
+
     def complete(self) -> None:
         if self.opened:
             self.manifest["state"] = "complete"
@@ -193,6 +204,8 @@ class _Resolved:
     op: WriteFile | MoveFile | DeleteFile
     before: bytes | None
     after: bytes | None
+    #: (size, mtime_ns, inode) of the file the plan was checked against; re-checked at commit.
+    seen: tuple[int, int, int] | None = None
 
 
 def apply_plan(
@@ -233,8 +246,7 @@ def apply_plan(
                 entry["dst"] = op.dst
             entries.append(entry)
         journal.record(entries, [item.before for item in resolved])
-    _execute_all(vault, resolved)
-    for item in resolved:
+    for item in _execute_all(vault, resolved, result, journal):
         _note_result(item.op, result)
     return result
 
@@ -265,7 +277,7 @@ def _resolve(
         if dst.exists() or dst.is_symlink():
             _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
             return None
-        return _Resolved(op, current, op.content if op.content is not None else current)
+        return _Resolved(op, current, op.content if op.content is not None else current, _seen(src))
     path = confined(vault, op.path, verified)
     current = _current(path, op.expect, op.before) if isinstance(op, WriteFile) else _read(path)
     if isinstance(op, DeleteFile):
@@ -274,7 +286,7 @@ def _resolve(
         if not op.owned and (op.expect is None or not _matches(path, op.expect, current)):
             _conflict(result, op.path, "changed since the scan")
             return None
-        return _Resolved(op, current, None)
+        return _Resolved(op, current, None, _seen(path))
     if current == op.content:
         return None
     if not op.owned:
@@ -284,7 +296,15 @@ def _resolve(
         if op.expect is not None and not _matches(path, op.expect, current):
             _conflict(result, op.path, "changed since the scan")
             return None
-    return _Resolved(op, current, op.content)
+    return _Resolved(op, current, op.content, _seen(path) if current is not None else None)
+
+
+def _seen(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 TMP_SUFFIX = ".brain-tmp"
@@ -362,11 +382,128 @@ def _stage(jobs: list[tuple[Path, bytes]]) -> None:
     _parallel(_fsync_file, [tmp for tmp, _ in jobs])
 
 
-def _execute_all(vault: Path, items: list[_Resolved]) -> None:
-    """Stage every new content as a durable temp file, then commit by renames in plan order.
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+_AT_FDCWD = -100
+_RENAMEAT2: Any = None
 
-    Each rename is atomic, so a kill at any instant leaves every file old or new; folder
-    entries are fsynced once per folder at the end.
+
+def _renameat2(src: str, dst: str, flags: int) -> bool:
+    """Linux ``renameat2``; False when the system or the filesystem cannot do it (then the
+    caller falls back to a plain rename). Raises OSError (ENOENT, EEXIST…) like ``os.rename``."""
+    global _RENAMEAT2
+    if _RENAMEAT2 is None:
+        try:
+            import ctypes
+
+            function = ctypes.CDLL(None, use_errno=True).renameat2
+            function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            _RENAMEAT2 = function
+        except (OSError, AttributeError):
+            _RENAMEAT2 = False
+    if not _RENAMEAT2:
+        return False
+    if _RENAMEAT2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+        return True
+    import ctypes
+    import errno
+
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), dst)
+
+
+def _stat_of(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+class _Raced(Exception):
+    """The operator changed, deleted or renamed the file while the tick was committing it."""
+
+
+def _commit_over(tmp: str, target: str, seen: tuple[int, int, int] | None, written: tuple[int, int] | None,
+                 keep: Any) -> None:
+    """Put the staged ``tmp`` in place of ``target``, which must still be the file the plan read.
+
+    Checked as late as possible: a stat just before; then an atomic exchange (``renameat2``),
+    after which the old file sits at ``tmp`` and can be inspected. If the operator saved in
+    between, the exchange is undone, so the file holds the operator's bytes, and the tick's
+    bytes (with anything appended to them meanwhile) go to ``keep``; nothing is lost either way.
+    """
+    now = _stat_of(target)
+    if now is None:
+        raise _Raced("deleted or renamed during the tick")
+    if seen is not None and now != seen:
+        raise _Raced("edited during the tick")
+    try:
+        exchanged = _renameat2(tmp, target, RENAME_EXCHANGE)
+    except FileNotFoundError:
+        raise _Raced("deleted or renamed during the tick") from None
+    if not exchanged:
+        os.replace(tmp, target)  # no atomic exchange here: the stat above is the last check
+        return
+    old = _stat_of(tmp)
+    if seen is None or (old is not None and old[:2] == seen[:2]):
+        os.unlink(tmp)
+        return
+    # The operator saved between the stat and the exchange: give the file back to them.
+    with contextlib.suppress(OSError):
+        _renameat2(tmp, target, RENAME_EXCHANGE)
+    ours = _stat_of(tmp)
+    if ours is not None and written is not None and ours[:2] != written:
+        keep(Path(tmp).read_bytes())  # appended to the tick's copy in the instant it was in place
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    raise _Raced("edited during the tick")
+
+
+def _place_new(tmp: str, target: str) -> None:
+    """A file that must not exist yet: never replaces one that appeared meanwhile."""
+    try:
+        if _renameat2(tmp, target, RENAME_NOREPLACE):
+            return
+    except FileExistsError:
+        os.unlink(tmp)
+        raise _Raced("a file appeared here during the tick") from None
+    if os.path.lexists(target):
+        os.unlink(tmp)
+        raise _Raced("a file appeared here during the tick")
+    os.replace(tmp, target)
+
+
+def _move(src: str, dst: str, seen: tuple[int, int, int] | None) -> None:
+    now = _stat_of(src)
+    if now is None:
+        raise _Raced("deleted or renamed during the tick")
+    if seen is not None and now != seen:
+        raise _Raced("edited during the tick")
+    try:
+        if _renameat2(src, dst, RENAME_NOREPLACE):
+            return
+    except FileNotFoundError:
+        raise _Raced("deleted or renamed during the tick") from None
+    except FileExistsError:
+        raise _Raced(f"cannot move here, {dst} appeared during the tick") from None
+    if os.path.lexists(dst):
+        raise _Raced(f"cannot move here, {dst} appeared during the tick")
+    try:
+        os.rename(src, dst)
+    except FileNotFoundError:
+        raise _Raced("deleted or renamed during the tick") from None
+
+
+def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
+                 journal: Journal | None) -> list[_Resolved]:
+    """Stage every new content as a durable temp file, then commit file by file in plan order.
+
+    Each commit is atomic, so a kill at any instant leaves every file old or new; folder
+    entries are fsynced once per folder at the end. A file the operator touched since it was
+    checked is a reported conflict, never overwritten and never a crash (see
+    :func:`_commit_over`); returns the operations that were carried out.
     """
     root = str(vault)
     staged: dict[int, str] = {}
@@ -394,18 +531,62 @@ def _execute_all(vault: Path, items: list[_Resolved]) -> None:
     for folder in sorted(folders):
         os.makedirs(folder, exist_ok=True)
     _stage(jobs)
+    done: list[_Resolved] = []
     for index, item in enumerate(items):
         op = item.op
-        if isinstance(op, MoveFile):
-            dst = os.path.join(root, op.dst)
-            os.rename(os.path.join(root, op.src), dst)  # the arc is never in two places, never in none
-            if index in staged:
-                os.replace(staged[index], dst)
-        elif isinstance(op, DeleteFile):
-            os.unlink(os.path.join(root, op.path))
-        else:
-            os.replace(staged[index], os.path.join(root, op.path))
+        path = op.src if isinstance(op, MoveFile) else op.path
+
+        def keep(data: bytes, path: str = path) -> None:
+            where = journal.preserve(path, data) if journal is not None else None
+            result.problems.append(Problem(path, None, "an edit made while the tick committed this file "
+                                           + (f"is kept in {where}" if where else "could not be kept")))
+
+        try:
+            if isinstance(op, MoveFile):
+                dst = os.path.join(root, op.dst)
+                _move(os.path.join(root, op.src), dst, item.seen)
+                if index in staged:
+                    try:
+                        _commit_over(staged[index], dst, item.seen, _staged_stat(staged[index]), keep)
+                    except _Raced as exc:  # moved, but the operator's text stays as they saved it
+                        result.conflicts.add(op.dst)
+                        result.problems.append(Problem(op.dst, None, f"{exc}; not rewritten, the next tick "
+                                                                     "takes it up"))
+            elif isinstance(op, DeleteFile):
+                now = _stat_of(os.path.join(root, op.path))
+                if now is None:
+                    continue
+                if not op.owned and item.seen is not None and now != item.seen:
+                    raise _Raced("edited during the tick")
+                os.unlink(os.path.join(root, op.path))
+            elif item.before is None:
+                if op.owned:
+                    os.replace(staged[index], os.path.join(root, op.path))
+                else:
+                    _place_new(staged[index], os.path.join(root, op.path))
+            else:
+                target = os.path.join(root, op.path)
+                if op.owned and not os.path.lexists(target):
+                    os.replace(staged[index], target)
+                else:
+                    _commit_over(staged[index], target, None if op.owned else item.seen,
+                                 _staged_stat(staged[index]), keep)
+        except _Raced as exc:
+            with contextlib.suppress(OSError):
+                if index in staged and os.path.lexists(staged[index]):
+                    os.unlink(staged[index])
+            if journal is not None:
+                journal.skip(path)
+            _conflict(result, path, str(exc))
+            continue
+        done.append(item)
     _parallel(fsync_dir, [Path(f) for f in sorted(folders)])
+    return done
+
+
+def _staged_stat(tmp: str) -> tuple[int, int] | None:
+    stat = _stat_of(tmp)
+    return None if stat is None else stat[:2]
 
 
 # --- recovery and undo -------------------------------------------------------------------

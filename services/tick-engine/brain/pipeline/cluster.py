@@ -197,15 +197,11 @@ def run_cluster(
 
 def _run_in_vault(report: ClusterReport, settings: Settings, now: datetime, sessions: list[Session],
                   root: Path, out_rel: str, dry_run: bool) -> None:
-    from brain.io import writer
+    from brain.io.transaction import preview, transaction
     from brain.io.vault import read_current, scan
     from brain.pipeline.tick import new_tick_id
 
-    def body() -> None:
-        if not dry_run:
-            for recovered in writer.recover(root):
-                report.problems.append(Problem(f"{writer.JOURNAL_DIR}/{recovered.tick_id}", None,
-                                               "rolled back an interrupted run"))
+    def planned_for() -> ClusterPlan:
         snapshot = scan(root, feed_dir=settings.feed_dir, max_note_bytes=settings.max_note_bytes,
                         write_cache=not dry_run)
         arcs = [(note, ExistingArc(note.path, note.arc)) for note in snapshot.notes.values()
@@ -214,21 +210,20 @@ def _run_in_vault(report: ClusterReport, settings: Settings, now: datetime, sess
                                out_rel=out_rel, settings=settings, now=now)
         report.created, report.updated, report.unchanged = planned.created, planned.updated, planned.unchanged
         report.problems.extend(planned.problems)
-        journal = None
-        if not dry_run and planned.plan:
-            report.tick_id = new_tick_id(root, now, "cluster")
-            journal = writer.Journal(root, report.tick_id, now)
-        result = writer.apply_plan(root, planned.plan, journal=journal, dry_run=dry_run)
-        if journal is not None:
-            journal.complete()
-        report.written = list(result.written)
-        report.problems.extend(result.problems)
+        return planned
 
     if dry_run:
-        body()
+        result = preview(root, planned_for().plan)
     else:
-        with writer.vault_lock(root, "cluster"):
-            body()
+        tick_id = new_tick_id(root, now, "cluster")
+        with transaction(root, "cluster", tick_id, now) as tx:
+            report.problems.extend(tx.recovered)
+            planned = planned_for()
+            result = tx.apply(planned.plan)
+            if planned.plan:
+                report.tick_id = tick_id
+    report.written = list(result.written)
+    report.problems.extend(result.problems)
 
 
 def _run_standalone(report: ClusterReport, settings: Settings, now: datetime, sessions: list[Session],
@@ -247,7 +242,7 @@ def _run_standalone(report: ClusterReport, settings: Settings, now: datetime, se
                 and entry.is_file(follow_symlinks=False)
             ]
     snapshot = scan(out_dir, feed_dir=out_dir / "brain-feed", max_note_bytes=settings.max_note_bytes,
-                    write_cache=False, listing=sorted(listing, key=lambda item: item[0]))
+                    write_cache=False, listing=sorted(listing, key=lambda item: item[0]), arcs_anywhere=True)
     arcs = [(note, ExistingArc(note.path, note.arc)) for note in snapshot.notes.values()
             if note.arc is not None and note.parsed]
     planned = plan_cluster(sessions, arcs, lambda note: read_current(out_dir, note), out_rel=".",

@@ -1,16 +1,21 @@
-"""Phase 1 as a plan: arc edits and moves, feed files, dashboards — nothing written here."""
+"""Phase 1 as a plan: arc edits and moves, feed files, dashboards — nothing read or written here.
+
+The tick decides (:func:`brain.core.keeper.decide`), reads the texts of the arcs whose file
+changes (checked against the scan, :func:`brain.io.vault.read_texts`), and hands both here.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from brain.core import feed, keeper
 from brain.core.model import Note, Problem
-from brain.core.plan import MoveFile, Plan, WriteFile
-from brain.io.vault import ChangedError, Snapshot, expect_of, feed_relative, read_current
+from brain.core.plan import Expect, MoveFile, Plan, WriteFile
+from brain.core.snapshot import Snapshot
 from brain.settings import Settings
 
 
@@ -69,18 +74,29 @@ def _merge_heat_lines(lines: list[str]) -> list[str]:
 
 def plan_keeper(
     snapshot: Snapshot,
+    decisions: keeper.KeeperDecisions,
+    texts: Mapping[str, str],
     now: datetime,
     s: Settings,
     *,
-    feed_dir: Path,
+    feed_rel: str | None,
+    folder_tokens: Mapping[str, int],
     extra_diff: list[str] | None = None,
     intent_text: str | None = None,
     tick_id: str = "",
+    dashboards: bool = True,
 ) -> KeeperPlan:
-    vault = snapshot.vault
-    decisions = keeper.decide(snapshot.notes.values(), now, s)
+    """The keeper's plan for ``decisions`` over ``snapshot``.
+
+    ``texts`` holds the current text of every arc whose file changes (an arc missing from it
+    changed since the scan and is left for the next tick); ``feed_rel`` is the feed folder
+    inside the vault (None: elsewhere, written by the tick itself); ``folder_tokens`` the
+    tokens of the feed files already there. ``dashboards`` False leaves them out when the
+    caller knows their inputs did not change.
+    """
     plan = Plan()
     out = KeeperPlan(plan, decisions)
+    out.problems.extend(decisions.problems)
     for cluster_id, paths in sorted(decisions.duplicates.items()):
         out.problems.append(
             Problem(paths[0], None, f"cluster_id {cluster_id} is held by {len(paths)} files: {', '.join(paths)}; "
@@ -88,12 +104,8 @@ def plan_keeper(
         )
     for decision in decisions.changed():
         note = decision.note
-        try:
-            text = read_current(vault, note, snapshot)
-        except ChangedError:
-            out.problems.append(Problem(note.path, None, "changed since the scan; the next tick takes it up"))
-            continue
-        except UnicodeDecodeError:
+        text = texts.get(note.path)
+        if text is None:
             continue
         new = keeper.render(text, decision)
         data = new.encode("utf-8")
@@ -101,11 +113,12 @@ def plan_keeper(
         if predicted is not None:
             out.predicted[decision.path] = predicted
         before = text.encode("utf-8")
+        expect = Expect(note.size, note.mtime_ns, note.sha1)
         if decision.path != note.path:
-            plan.add(MoveFile(note.path, decision.path, expect_of(note), data if new != text else None,
+            plan.add(MoveFile(note.path, decision.path, expect, data if new != text else None,
                               reason=decision.move or "move", before=before))
         elif new != text:
-            plan.add(WriteFile(note.path, data, expect_of(note), reason="heat/status", before=before))
+            plan.add(WriteFile(note.path, data, expect, reason="heat/status", before=before))
 
     # Feed: every file comes from core/feed.py's registry; the planner only writes them.
     diff = _merge_heat_lines(describe_moves(decisions) + list(extra_diff or []))
@@ -114,36 +127,23 @@ def plan_keeper(
         feed.FeedInputs(
             notes=tuple(snapshot.notes.values()), decisions=decisions.arcs, now=now, settings=s,
             diff_lines=tuple(diff), tick_id=tick_id or now.isoformat(), intent_text=intent_text,
-            folder_tokens=_folder_tokens(feed_dir),
+            folder_tokens=dict(folder_tokens),
         )
     )
-    files = built.files
     out.signals_active = built.signals_active
     out.inject_blocks = built.inject_blocks
-    rel = feed_relative(vault, feed_dir)
-    for feed_file in files:
+    for feed_file in built.files:
         text = feed_file.render()
         out.feed_files[feed_file.name] = text
         out.feed_tokens += feed.tokens(text)
-        if rel is not None:
-            plan.add(WriteFile(f"{rel}/{feed_file.name}", text.encode("utf-8"), owned=True, reason="feed"))
+        if feed_rel is not None:
+            plan.add(WriteFile(f"{feed_rel}/{feed_file.name}", text.encode("utf-8"), owned=True, reason="feed"))
     out.feed_tokens += built.fixed_tokens
 
-    for path, text in sorted(feed.dashboards(decisions.arcs).items()):
-        plan.add(WriteFile(path, text.encode("utf-8"), owned=True, reason="dashboard"))
+    if dashboards:
+        for path, text in sorted(feed.dashboards(decisions.arcs).items()):
+            plan.add(WriteFile(path, text.encode("utf-8"), owned=True, reason="dashboard"))
     return out
-
-
-def _folder_tokens(feed_dir: Path) -> dict[str, int]:
-    """Tokens of each feed file already in the folder (the ones this tick does not rewrite count too)."""
-    found: dict[str, int] = {}
-    if feed_dir.is_dir():
-        for other in sorted(feed_dir.glob("*.md")):
-            try:
-                found[other.name] = feed.tokens(other.read_text(encoding="utf-8", errors="replace"))
-            except OSError:
-                continue
-    return found
 
 
 def write_external_feed(feed_dir: Path, files: dict[str, str], *, dry_run: bool) -> list[str]:

@@ -1,13 +1,29 @@
-"""The tick: keeper → prompt → llm → apply → verify, under the vault lock (SPEC §1, §2, §9)."""
+"""The tick: keeper → prompt → llm → apply → verify, as one unit of work (SPEC §1, §2, §9).
+
+One listing, one scan into a frozen :class:`~brain.core.snapshot.Snapshot`, plans applied to
+it in memory (keeper → AI → keeper without re-walking the vault), one transaction that
+journals every write, and verify as the one independent re-read — of the files this tick
+wrote. Work is proportional to change:
+
+* an unchanged vault inside the last plan's validity window stops after the listing (the
+  window ends at the first instant any arc's heat can change, :func:`brain.core.heat.next_change`);
+* the parse cache loads without parsing JSON, files are re-parsed only when their size or
+  mtime changed, and only the arcs whose file changes are read;
+* dashboards are rendered only when what they list changed; the ``--no-ai`` candidate
+  report is recomputed only when the arcs changed.
+
+Dry run builds the same plans and previews them; nothing is written.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -15,18 +31,22 @@ from typing import Any
 
 from brain import __version__
 from brain.core import feed
-from brain.core.keeper import KeeperDecisions, in_conscious, valid_until
+from brain.core.keeper import KeeperDecisions, decide, in_conscious, valid_until
 from brain.core.model import Note, Problem
+from brain.core.plan import MoveFile, Plan, WriteFile
 from brain.core.prompt import candidate_report
+from brain.core.snapshot import ScanDelta, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.io import writer
-from brain.io.atomic import append_line, atomic_write
-from brain.io.vault import Snapshot, feed_relative, listing_of, save_cache, scan
+from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
+from brain.io.transaction import Transaction, preview, transaction
+from brain.io.vault import feed_relative, listing_of, read_texts, save_cache, scan
 from brain.pipeline.keeper import KeeperPlan, plan_keeper, write_external_feed
 from brain.settings import Settings
 
 EXIT_OK, EXIT_VERIFY, EXIT_LOCKED, EXIT_AI = 0, 1, 3, 4
+STATE_FILE = ".brain/tick-state.json"
 
 
 @dataclass
@@ -48,13 +68,58 @@ class AIOutcome:
 AIPhase = Callable[[Settings, Snapshot, KeeperPlan, datetime, "writer.Journal | None", bool], AIOutcome]
 
 
+# --- typed phase reports (JSON only in as_dict) ------------------------------------------------
+
+@dataclass
+class KeeperReport:
+    ms: float = 0.0
+    files: int = 0
+    parsed: int = 0
+    cached: int = 0
+    scan_ms: float | None = None
+    planned: int | None = None
+    unchanged_since: str | None = None
+    amygdala: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"ms": self.ms, "files": self.files, "parsed": self.parsed, "cached": self.cached}
+        if self.unchanged_since is not None:
+            data["unchanged_since"] = self.unchanged_since
+        else:
+            data["scan_ms"] = self.scan_ms
+            data["planned"] = self.planned
+        if self.amygdala is not None:
+            data["amygdala"] = self.amygdala
+        return data
+
+
+@dataclass
+class VerifyReport:
+    ms: float = 0.0
+    failures: list[Problem] = field(default_factory=list)
+    reread: int = 0
+    unchanged_since: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"ms": self.ms, "ok": not self.failures,
+                                "failures": [f.as_dict() for f in self.failures]}
+        if self.unchanged_since is not None:
+            data["unchanged_since"] = self.unchanged_since
+        else:
+            data["reread"] = self.reread
+        return data
+
+
 @dataclass
 class TickReport:
     tick_id: str
     now: datetime
     dry_run: bool
     no_ai: bool
-    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keeper: KeeperReport = field(default_factory=KeeperReport)
+    verify: VerifyReport = field(default_factory=VerifyReport)
+    #: The AI phases as they reported themselves (prompt, llm, apply); "skipped" ones say why.
+    ai_phases: dict[str, dict[str, Any]] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)
     result: writer.ApplyResult = field(default_factory=writer.ApplyResult)
     rejected: list[dict[str, Any]] = field(default_factory=list)
@@ -62,6 +127,13 @@ class TickReport:
     exit_code: int = EXIT_OK
     health: dict[str, Any] = field(default_factory=dict)
     amygdala_failed: bool = False
+    ai_applied: bool = False
+    #: What the scan found changed since the last one (post-scan steps such as a search index use it).
+    delta: ScanDelta = field(default_factory=ScanDelta)
+
+    @property
+    def phases(self) -> dict[str, dict[str, Any]]:
+        return {"keeper": self.keeper.as_dict(), **self.ai_phases, "verify": self.verify.as_dict()}
 
     def as_dict(self) -> dict[str, Any]:
         seen: set[tuple[str, int | None, str]] = set()
@@ -99,16 +171,25 @@ def new_tick_id(vault: Path, now: datetime, kind: str = "tick") -> str:
     return candidate
 
 
-STATE_FILE = ".brain/tick-state.json"
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
 
 
-def fingerprint(s: Settings, listing: list[tuple[str, os.stat_result]], feed_dir: Path) -> str:
-    """Everything a deterministic plan depends on, except the clock: files, settings, code."""
-    digest = hashlib.sha1(usedforsecurity=False)
+# --- the fast path's state -----------------------------------------------------------------------
+
+Listing = dict[str, tuple[int, int]]  # vault-relative path -> (size, mtime_ns)
+
+
+def _settings_digest(s: Settings) -> str:
     tunables = {k: str(v) for k, v in dataclasses.asdict(s).items() if k not in ("now", "llm_api_key", "redis_url")}
-    digest.update(json.dumps([__version__, tunables], sort_keys=True).encode())
-    for rel, st in sorted(listing, key=lambda item: item[0]):
-        digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return hashlib.sha1(json.dumps([__version__, tunables], sort_keys=True).encode(),
+                        usedforsecurity=False).hexdigest()
+
+
+def fingerprint(s: Settings, listing: Listing, feed_dir: Path) -> str:
+    """Everything a deterministic plan depends on, except the clock: files, settings, code."""
+    digest = hashlib.sha1(_settings_digest(s).encode(), usedforsecurity=False)
+    digest.update("\n".join(f"{rel}\0{size}\0{mtime}" for rel, (size, mtime) in sorted(listing.items())).encode())
     if feed_dir.is_dir():
         for path in sorted(feed_dir.glob("*.md")):
             st = path.stat()
@@ -116,16 +197,36 @@ def fingerprint(s: Settings, listing: list[tuple[str, os.stat_result]], feed_dir
     return digest.hexdigest()
 
 
-def _load_state(vault: Path) -> dict[str, Any] | None:
+def _load_state(vault: Path) -> dict[str, Any]:
     try:
         state = json.loads((vault / STATE_FILE).read_text())
     except (OSError, ValueError):
-        return None
-    return state if isinstance(state, dict) else None
+        return {}
+    return state if isinstance(state, dict) else {}
 
 
-def _ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000, 2)
+# --- the tick --------------------------------------------------------------------------------------
+
+@dataclass
+class _Tick:
+    """What one tick carries from phase to phase."""
+
+    s: Settings
+    now: datetime
+    report: TickReport
+    feed_dir: Path
+    feed_rel: str | None
+    ai_phase: AIPhase | None
+    skip_reason: str
+    keeper_only: bool
+    tx: Transaction | None = None
+
+    @property
+    def vault(self) -> Path:
+        return self.s.vault_path
+
+    def apply(self, plan: Plan) -> writer.ApplyResult:
+        return self.tx.apply(plan) if self.tx is not None else preview(self.vault, plan)
 
 
 def run_tick(
@@ -142,16 +243,32 @@ def run_tick(
     feed_dir = s.feed_dir
     tick_id = new_tick_id(vault, now)
     report = TickReport(tick_id, now, dry_run, no_ai or ai_phase is None)
+    tick = _Tick(s, now, report, feed_dir, feed_relative(vault, feed_dir), ai_phase, ai_skip_reason or "--no-ai",
+                 keeper_only)
     started = time.perf_counter()
-    if dry_run:
-        _run_locked(report, s, now, vault, feed_dir, ai_phase, ai_skip_reason, keeper_only)
-    else:
-        with writer.vault_lock(vault, "keeper" if keeper_only else "tick"):
-            _run_locked(report, s, now, vault, feed_dir, ai_phase, ai_skip_reason, keeper_only)
-    duration = _ms(started)
-    report.health = {
-        "timestamp": iso(now),
-        "tick_id": tick_id,
+    collecting = gc.isenabled()
+    gc.disable()  # a tick allocates a few objects per note and frees them by reference counting
+    try:
+        if dry_run:
+            _run(tick)
+        else:
+            with transaction(vault, "keeper" if keeper_only else "tick", tick_id, now) as tx:
+                report.problems.extend(tx.recovered)
+                tick.tx = tx
+                _run(tick)
+    finally:
+        if collecting:
+            gc.enable()
+    report.health = _health_row(report, _ms(started))
+    if not dry_run and not keeper_only:
+        _append_health(tick, json.dumps(report.health, sort_keys=False))
+    return report
+
+
+def _health_row(report: TickReport, duration: float) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "timestamp": iso(report.now),
+        "tick_id": report.tick_id,
         "arcs": report.stats.get("arcs", 0),
         "signals": report.stats.get("signals_active", 0),
         "lessons": report.stats.get("lessons", 0),
@@ -168,119 +285,100 @@ def run_tick(
         "output_tokens": None,
         "cost_usd": None,
     }
-    report.health.update(report.phases.get("llm", {}).get("health", {}))
-    if not dry_run and not keeper_only:
-        append_line(feed_dir / "health.jsonl", json.dumps(report.health, sort_keys=False))
-    return report
+    row.update(report.ai_phases.get("llm", {}).get("health", {}))
+    return row
 
 
-def _run_locked(
-    report: TickReport,
-    s: Settings,
-    now: datetime,
-    vault: Path,
-    feed_dir: Path,
-    ai_phase: AIPhase | None,
-    ai_skip_reason: str | None,
-    keeper_only: bool,
-) -> None:
+def _append_health(tick: _Tick, line: str) -> None:
+    """``health.jsonl`` is confined like every other write: never through a symlink out of the vault."""
+    try:
+        if tick.feed_rel is not None:
+            target = confined(tick.vault, f"{tick.feed_rel}/health.jsonl")
+        else:
+            target = tick.feed_dir / "health.jsonl"
+        append_line(target, line)
+    except (ConfinementError, OSError) as exc:
+        tick.report.problems.append(Problem(f"{tick.feed_rel or tick.feed_dir}/health.jsonl", None,
+                                            f"health row not written: {exc}"))
+
+
+def _run(tick: _Tick) -> None:
+    report, s, now, vault = tick.report, tick.s, tick.now, tick.vault
     dry_run = report.dry_run
-    if not dry_run:
-        for recovered in writer.recover(vault):
-            report.problems.append(Problem(
-                f"{writer.JOURNAL_DIR}/{recovered.tick_id}", None,
-                f"rolled back an interrupted tick ({len(recovered.restored)} files restored"
-                + (f"; kept edits made since in {', '.join(recovered.conflicts)}" if recovered.conflicts else "")
-                + ")",
-            ))
-    journal = None if dry_run else writer.Journal(vault, report.tick_id, now)
 
-    # Phase 1: keeper. An unchanged vault inside the last plan's validity window plans nothing:
-    # stop after listing the files (SPEC §14, steady state).
+    # Phase 1: keeper. An unchanged vault inside the last plan's validity window plans nothing.
     t = time.perf_counter()
-    listing = listing_of(vault, feed_dir)
-    if (
-        ai_phase is None
-        and not keeper_only
-        and not report.problems
-        and _fast_path(report, s, now, vault, feed_dir, listing, t, ai_skip_reason or "--no-ai")
-    ):
+    listing = {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, tick.feed_dir)}
+    state = _load_state(vault)
+    fp = fingerprint(s, listing, tick.feed_dir)
+    if tick.ai_phase is None and not tick.keeper_only and not report.problems and _fast_path(tick, state, fp,
+                                                                                                len(listing), t):
         return
-    snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
-                    listing=listing, keep_bytes=not dry_run)
+    snapshot = scan(vault, feed_dir=tick.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
+                    listing=[(rel, _Stat(size, mtime)) for rel, (size, mtime) in listing.items()],
+                    keep_bytes=not dry_run)
     report.problems.extend(snapshot.problems)
-    kplan = plan_keeper(snapshot, now, s, feed_dir=feed_dir, tick_id=report.tick_id)
-    report.problems.extend(kplan.problems)
-    result = writer.apply_plan(vault, kplan.plan, journal=journal, dry_run=dry_run)
-    _external_feed(report, vault, feed_dir, kplan, dry_run)
-    report.result.merge(result)
-    report.problems.extend(result.problems)
-    decisions = kplan.decisions
-    report.phases["keeper"] = {
-        "ms": _ms(t),
-        "files": snapshot.stats.files,
-        "parsed": snapshot.stats.parsed,
-        "cached": snapshot.stats.cached,
-        "scan_ms": round(snapshot.stats.ms, 2),
-        "planned": len(kplan.plan.operations),
-    }
-    final_plan = kplan
+    report.delta = snapshot.delta
+    _after_scan(tick, snapshot)
 
-    # Phases 2-4: the AI layer.
-    if keeper_only:
+    decisions = decide(snapshot.notes.values(), now, s)
+    dashboards_key = _dashboards_key(decisions)
+    kplan, snapshot = _keeper_pass(tick, snapshot, decisions, dashboards=dashboards_key != state.get("dashboards"))
+    report.keeper = KeeperReport(ms=0.0, files=snapshot.stats.files, parsed=snapshot.stats.parsed,
+                                 cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2),
+                                 planned=len(kplan.plan.operations))
+    final_plan = kplan
+    report.keeper.ms = _ms(t)
+
+    # Phases 2-4: the AI layer, on the snapshot as the keeper left it.
+    if tick.keeper_only:
         pass
-    elif ai_phase is None:
-        reason = ai_skip_reason or "--no-ai"
+    elif tick.ai_phase is None:
         for name in ("prompt", "llm", "apply"):
-            report.phases[name] = {"skipped": reason}
-        report.phases["prompt"].update(candidate_report(snapshot.notes.values()))
+            report.ai_phases[name] = {"skipped": tick.skip_reason}
+        report.ai_phases["prompt"].update(_candidates(snapshot, state))
     else:
-        snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
-                        known=kplan.predicted)
-        outcome = ai_phase(s, snapshot, kplan, now, journal, dry_run)
-        report.phases.update(outcome.phases)
+        outcome = tick.ai_phase(s, snapshot, kplan, now, tick.tx.journal if tick.tx else None, dry_run)
+        report.ai_phases.update(outcome.phases)
         report.result.merge(outcome.result)
         report.rejected.extend(outcome.rejected)
         report.problems.extend(outcome.problems)
+        report.ai_applied = "ms" in outcome.phases.get("apply", {})
         if outcome.failed:
             report.exit_code = EXIT_AI
         if outcome.result.changed or outcome.intent is not None or outcome.diff_lines:
-            # Re-run the keeper so arcs changed by apply get their heat and place in this same tick.
+            # The keeper again, so arcs changed by apply get their heat and place in this same tick.
             t = time.perf_counter()
-            snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False)
-            final_plan = plan_keeper(
-                snapshot, now, s, feed_dir=feed_dir, tick_id=report.tick_id,
+            snapshot = _reread(snapshot, outcome.result, s.max_note_bytes)
+            decisions = decide(snapshot.notes.values(), now, s)
+            final_plan, snapshot = _keeper_pass(
+                tick, snapshot, decisions, dashboards=True,
                 extra_diff=kplan.diff_lines + outcome.diff_lines, intent_text=outcome.intent,
             )
-            result = writer.apply_plan(vault, final_plan.plan, journal=journal, dry_run=dry_run)
-            _external_feed(report, vault, feed_dir, final_plan, dry_run)
-            report.result.merge(result)
-            report.problems.extend(result.problems + final_plan.problems)
-            decisions = final_plan.decisions
-            report.phases["keeper"]["ms"] += _ms(t)
-        report.phases.setdefault("llm", {})["health"] = outcome.health
+            report.keeper.ms += _ms(t)
+        report.ai_phases.setdefault("llm", {})["health"] = outcome.health
         report.stats["edges_added"] = outcome.edges_added
-    if journal is not None:
-        journal.complete()
+    if tick.tx is not None:
+        tick.tx.journal.complete()  # every write is done: a crash from here on rolls nothing back
 
-    # Phase 5: verify (a tick that wrote nothing verified the very snapshot it planned from).
+    # Phase 5: verify — re-read what this tick wrote; the invariants on the snapshot it leads to.
     t = time.perf_counter()
-    if report.result.changed or dry_run:
-        failures = verify_vault(s, now, vault, feed_dir, report.result, dry_run=dry_run, known=final_plan.predicted)
-    else:
-        failures = _duplicate_failures(snapshot)
-        if not dry_run:
-            save_cache(snapshot)
-    report.phases["verify"] = {"ms": _ms(t), "ok": not failures, "failures": [f.as_dict() for f in failures]}
+    snapshot, reread, failures = verify_written(s, now, snapshot, report.result, tick.feed_rel, dry_run=dry_run,
+                                                feed_tokens=final_plan.feed_tokens)
+    report.verify = VerifyReport(ms=0.0, failures=failures, reread=reread)
     if failures:
         report.problems.extend(failures)
         report.exit_code = EXIT_VERIFY
+    if not dry_run and (snapshot.delta or report.result.changed or not snapshot.stats.cached):
+        save_cache(vault, snapshot.notes)
+    report.verify.ms = _ms(t)
 
-    _publish_alarms(report, s, now, vault, snapshot)
+    _publish_alarms(tick, snapshot)
 
     markers_all = [m for note in snapshot.notes.values() for m in note.markers]
+    final = final_plan.decisions
     report.stats.update({
-        "arcs": len(decisions.arcs) + sum(len(p) for p in decisions.duplicates.values()),
+        "arcs": len(final.arcs) + sum(len(p) for p in final.duplicates.values()),
         "promoted": kplan.decisions.count("promoted"),
         "demoted": kplan.decisions.count("demoted"),
         "graduated": kplan.decisions.count("graduated"),
@@ -289,16 +387,240 @@ def _run_locked(
         "inject_blocks": final_plan.inject_blocks,
         "lessons": sum(1 for m in markers_all if m.type == "lesson"),
         "edges": sum(1 for m in markers_all if m.type == "edge"),
-        "conscious": _conscious(decisions),
+        "conscious": _conscious(final),
         "feed_tokens": final_plan.feed_tokens,
     })
     if not dry_run:
         writer.prune_journals(vault, s.journal_keep)
-        _save_state(report, s, now, vault, feed_dir, decisions)
+        _save_state(tick, listing, snapshot, final, _dashboards_key(final))
 
 
-def _publish_alarms(report: TickReport, s: Settings, now: datetime, vault: Path, snapshot: Snapshot) -> None:
+@dataclass(frozen=True)
+class _Stat:
+    """The two fields of a stat the scanner reads (the listing was taken once, as pairs)."""
+
+    st_size: int
+    st_mtime_ns: int
+
+
+def _after_scan(tick: _Tick, snapshot: Snapshot) -> None:
+    """Post-scan steps: each gets the snapshot and ``tick.report.delta`` (what changed since the
+    last scan). Steps that keep their own view of the vault (a search index) are wired here."""
+
+
+def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
+                 extra_diff: list[str] | None = None, intent_text: str | None = None) -> tuple[KeeperPlan, Snapshot]:
+    """Read the arcs that change, plan, apply; returns the plan and the snapshot it leads to."""
+    report = tick.report
+    texts, problems = read_texts(snapshot, [d.note for d in decisions.changed()])
+    report.problems.extend(problems)
+    kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
+                        folder_tokens=_folder_tokens(tick.feed_dir), extra_diff=extra_diff,
+                        intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards)
+    report.problems.extend(kplan.problems)
+    result = tick.apply(kplan.plan)
+    if tick.feed_rel is None:
+        report.result.written.extend(write_external_feed(tick.feed_dir, kplan.feed_files, dry_run=report.dry_run))
+    report.result.merge(result)
+    report.problems.extend(result.problems)
+    if report.dry_run:
+        return kplan, snapshot  # nothing moved on disk: later phases read the files where they are
+    return kplan, fold(snapshot, kplan.plan, result, kplan.predicted, tick.feed_rel)
+
+
+def fold(snapshot: Snapshot, plan: Plan, result: writer.ApplyResult, predicted: Mapping[str, Note],
+         feed_rel: str | None) -> Snapshot:
+    """``snapshot`` with the operations of ``plan`` that ``result`` says were carried out.
+
+    A written arc's note is the keeper's prediction when it made one (exact; property-tested),
+    else a parse of the bytes written. mtimes are unknown (0) until verify stats the files.
+    """
+    done_writes = set(result.written)
+    done_moves = set(result.moved)
+    written: dict[str, Note] = {}
+    moved: list[tuple[str, str]] = []
+    for op in plan.operations:
+        if isinstance(op, MoveFile):
+            if (op.src, op.dst) not in done_moves:
+                continue
+            moved.append((op.src, op.dst))
+            if op.content is not None and op.dst not in result.conflicts:
+                written[op.dst] = predicted.get(op.dst) or _parsed(op.dst, op.content)
+        elif isinstance(op, WriteFile) and op.path in done_writes and op.path.endswith(".md"):
+            written[op.path] = predicted.get(op.path) or _parsed(op.path, op.content)
+    # The scanner never lists the feed folder or dot-folders: neither does the folded snapshot.
+    written = {path: note for path, note in written.items()
+               if not (feed_rel is not None and path.startswith(feed_rel + "/"))
+               and not any(part.startswith(".") for part in path.split("/"))}
+    return snapshot.with_changes(written, moved=moved, deleted=result.deleted)
+
+
+def _parsed(path: str, data: bytes) -> Note:
+    return vault_note(path, data, mtime_ns=0)
+
+
+def _reread(snapshot: Snapshot, result: writer.ApplyResult, max_note_bytes: int) -> Snapshot:
+    """The snapshot after changes made by someone else's plan (the AI apply): those files re-read."""
+    written: dict[str, Note] = {}
+    for path in {*result.written, *(dst for _, dst in result.moved)}:
+        if not path.endswith(".md"):
+            continue
+        try:
+            data = (snapshot.vault / path).read_bytes()
+            st = os.stat(snapshot.vault / path)
+        except OSError:
+            continue
+        written[path] = vault_note(path, data, mtime_ns=st.st_mtime_ns)
+    folded = snapshot.with_changes(written, moved=[m for m in result.moved if m[1] not in written],
+                                   deleted=result.deleted)
+    raw = dict(folded.raw)
+    for path in written:
+        raw.pop(path, None)
+    return dataclasses.replace(folded, raw=raw)
+
+
+def _folder_tokens(feed_dir: Path) -> dict[str, int]:
+    """Tokens of each feed file already in the folder (the ones this tick does not rewrite count too)."""
+    found: dict[str, int] = {}
+    if feed_dir.is_dir():
+        for other in sorted(feed_dir.glob("*.md")):
+            try:
+                found[other.name] = feed.tokens(other.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+    return found
+
+
+def _dashboards_key(decisions: KeeperDecisions) -> str:
+    """What the dashboards list (ids, titles, dates, statuses, folders): unchanged key, unchanged files."""
+    rows = sorted(
+        (cid, d.note.arc.created or "", d.note.arc.title, d.status, d.path)
+        for cid, d in decisions.arcs.items() if d.note.arc is not None
+    )
+    return hashlib.sha1(repr(rows).encode(), usedforsecurity=False).hexdigest()
+
+
+def _arcs_key(snapshot: Snapshot) -> str:
+    digest = hashlib.sha1(usedforsecurity=False)
+    for path, note in sorted(snapshot.notes.items()):
+        if note.arc is not None:
+            digest.update(f"{path}\0{note.sha1}\n".encode())
+    return digest.hexdigest()
+
+
+def _candidates(snapshot: Snapshot, state: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``--no-ai`` candidate report, reused from the last tick while the arcs are the same."""
+    key = _arcs_key(snapshot)
+    cached = state.get("candidates")
+    if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("report"), dict):
+        return dict(cached["report"])
+    return {"_key": key, **candidate_report(snapshot.notes.values())}
+
+
+# --- verify ------------------------------------------------------------------------------------------
+
+def verify_written(
+    s: Settings,
+    now: datetime,
+    snapshot: Snapshot,
+    result: writer.ApplyResult,
+    feed_rel: str | None,
+    *,
+    dry_run: bool,
+    feed_tokens: int = 0,
+) -> tuple[Snapshot, int, list[Problem]]:
+    """SPEC §9 invariants after a tick; returns the snapshot as re-read, the files read, the failures.
+
+    The one independent re-read: every file this tick wrote or moved is read back and hashed;
+    one that matches what the tick wrote keeps its in-memory note (now with its real mtime),
+    any other (edited since, or never written) is parsed as it is. The checks then run on
+    that snapshot: no duplicate ``cluster_id``, every written arc parses, the conscious cap,
+    the feed budget, and a second keeper pass at the same instant that changes nothing.
+    """
+    failures: list[Problem] = []
+    reread = 0
+    if not dry_run:
+        updated: dict[str, Note] = {}
+        for path in sorted({*result.written, *(dst for _, dst in result.moved)}):
+            if path not in snapshot.notes:
+                continue
+            try:
+                data = (snapshot.vault / path).read_bytes()
+                st = os.stat(snapshot.vault / path)
+            except OSError:
+                continue
+            reread += 1
+            sha1 = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+            note = snapshot.notes[path]
+            if note.sha1 == sha1 and note.size == len(data):
+                updated[path] = dataclasses.replace(note, mtime_ns=st.st_mtime_ns)
+            else:
+                updated[path] = vault_note(path, data, mtime_ns=st.st_mtime_ns)
+        snapshot = snapshot.with_changes(updated)
+    failures.extend(_duplicate_failures(snapshot))
+    written = set(result.written) | {dst for _, dst in result.moved}
+    for path in sorted(written):
+        found = snapshot.notes.get(path)
+        if path.endswith(".md") and (feed_rel is None or not path.startswith(feed_rel + "/")) and found is not None \
+                and not found.parsed:
+            failures.append(Problem(path, None, "verify: a file this tick wrote does not parse"))
+    if dry_run:
+        return snapshot, reread, failures
+    check = decide(snapshot.notes.values(), now, s)
+    conscious = _conscious(check)
+    if conscious > s.conscious_cap:
+        failures.append(Problem("frontal-lobe/conscious", None,
+                                f"verify: {conscious} arcs in conscious, cap is {s.conscious_cap}"))
+    folder = s.feed_dir
+    if feed_rel is not None and folder.is_dir() and not folder.is_symlink():
+        # May only exceed the budget by what is never cut (nuclear signals, top hot arcs, headers):
+        # the keeper's own plan tells how small the feed can get.
+        total = sum(feed.tokens(p.read_text(encoding="utf-8", errors="replace")) for p in folder.glob("*.md"))
+        if total > max(s.feed_token_budget, feed_tokens):
+            failures.append(Problem(feed_rel, None, f"verify: feed is {total} tokens, budget {s.feed_token_budget}"))
+    pending = [d.path if d.path == d.note.path else f"{d.note.path} → {d.path}" for d in check.changed()
+               if not any(d.note.path.startswith(c) or d.path.startswith(c) for c in result.conflicts)]
+    if pending:
+        failures.append(Problem(pending[0], None,
+                                f"verify: a second pass would still change {len(pending)} files: "
+                                + ", ".join(pending[:5])))
+    return snapshot, reread, failures
+
+
+def verify_vault(
+    s: Settings,
+    now: datetime,
+    vault: Path,
+    feed_dir: Path,
+    result: writer.ApplyResult,
+    *,
+    dry_run: bool,
+) -> list[Problem]:
+    """``brain verify``: the invariants on the vault as it is now (a fresh scan, nothing written)."""
+    snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False)
+    _, _, failures = verify_written(s, now, snapshot, result, feed_relative(vault, feed_dir), dry_run=dry_run)
+    return failures
+
+
+def _duplicate_failures(snapshot: Snapshot) -> list[Problem]:
+    return [
+        Problem(notes[0].path, None, f"verify: cluster_id {cid} is in {len(notes)} files: "
+                + ", ".join(sorted(n.path for n in notes)))
+        for cid, notes in sorted(snapshot.arcs_by_id().items())
+        if len(notes) > 1
+    ]
+
+
+def _conscious(decisions: KeeperDecisions) -> int:
+    """Live arcs in conscious (tombstones never move, so they do not count against the cap)."""
+    return sum(1 for d in decisions.arcs.values() if in_conscious(d.path) and d.status not in TOMBSTONE_STATUSES)
+
+
+# --- alarms, the fast path, the state ----------------------------------------------------------------
+
+def _publish_alarms(tick: _Tick, snapshot: Snapshot) -> None:
     """Critical and nuclear signals reach the fleet over Redis, once per state change (SPEC §11)."""
+    s, report = tick.s, tick.report
     if not s.redis_url:
         return
     from brain.core.amygdala import PublishedSignal
@@ -318,136 +640,73 @@ def _publish_alarms(report: TickReport, s: Settings, now: datetime, vault: Path,
         for marker in note.markers
         if marker.type == "signal" and marker.attr("severity") in ALARM_SEVERITIES
     ]
-    published = publish_signal_changes(s, vault, alarms, report.tick_id, now, dry_run=report.dry_run)
-    report.phases["keeper"]["amygdala"] = published.as_dict()
+    published = publish_signal_changes(s, tick.vault, alarms, report.tick_id, tick.now, dry_run=report.dry_run)
+    report.keeper.amygdala = published.as_dict()
     if published.error:
         report.amygdala_failed = True
         report.problems.append(Problem(".brain/amygdala-published.json", None,
                                        f"amygdala publish failed ({published.error}); the next tick publishes"))
 
 
-def _fast_path(report: TickReport, s: Settings, now: datetime, vault: Path, feed_dir: Path,
-               listing: list[tuple[str, os.stat_result]], started: float, skip_reason: str) -> bool:
-    state = _load_state(vault)
-    if state is None or state.get("fingerprint") != fingerprint(s, listing, feed_dir):
+def _fast_path(tick: _Tick, state: Mapping[str, Any], fp: str, files: int, started: float) -> bool:
+    report = tick.report
+    if state.get("fingerprint") != fp:
         return False
     since, until = parse_instant(state.get("now")), parse_instant(state.get("valid_until"))
-    if since is None or until is None or not since <= now <= until:
+    if since is None or until is None or not since <= tick.now <= until:
         return False
     report.stats = dict(state.get("stats", {}))
     report.problems = [Problem(**p) for p in state.get("problems", [])]
-    report.phases["keeper"] = {"ms": _ms(started), "files": len(listing), "parsed": 0, "cached": 0,
-                               "unchanged_since": state.get("tick_id")}
+    report.keeper = KeeperReport(ms=_ms(started), files=files, unchanged_since=state.get("tick_id"))
     for name in ("prompt", "llm", "apply"):
-        report.phases[name] = {"skipped": skip_reason}
-    report.phases["prompt"].update(state.get("candidates", {}))
-    report.phases["verify"] = {"ms": 0.0, "ok": True, "failures": [],
-                               "unchanged_since": state.get("tick_id")}
+        report.ai_phases[name] = {"skipped": tick.skip_reason}
+    candidates = state.get("candidates")
+    if isinstance(candidates, dict) and isinstance(candidates.get("report"), dict):
+        report.ai_phases["prompt"].update(candidates["report"])
+    report.verify = VerifyReport(unchanged_since=state.get("tick_id"))
     return True
 
 
-def _save_state(report: TickReport, s: Settings, now: datetime, vault: Path, feed_dir: Path,
-                decisions: KeeperDecisions) -> None:
+def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
+                dashboards: str) -> None:
     """Remember this verified outcome so an unchanged vault can skip the work next time."""
+    report, vault = tick.report, tick.vault
     path = vault / STATE_FILE
-    if (
-        report.exit_code != 0
-        or report.result.conflicts
-        or report.amygdala_failed
-        or report.phases.get("apply", {}).get("ms") is not None
-    ):
+    if report.exit_code != 0 or report.result.conflicts or report.amygdala_failed or report.ai_applied:
         path.unlink(missing_ok=True)
         return
+    after = _listing_after(listing, snapshot, report.result)
+    prompt = report.ai_phases.get("prompt", {})
+    key = prompt.pop("_key", None) or _arcs_key(snapshot)
     state = {
         "tick_id": report.tick_id,
-        "now": iso(now),
-        "valid_until": iso(valid_until(decisions, now, s)),
-        "fingerprint": fingerprint(s, listing_of(vault, feed_dir), feed_dir),
+        "now": iso(tick.now),
+        "valid_until": iso(valid_until(decisions, tick.now, tick.s)),
+        "fingerprint": fingerprint(tick.s, after, tick.feed_dir),
         "stats": report.stats,
         "problems": [p.as_dict() for p in report.problems],
-        "candidates": {k: v for k, v in report.phases.get("prompt", {}).items() if k.startswith("candidates")},
+        "candidates": {"key": key, "report": {k: v for k, v in prompt.items() if k.startswith("candidates")}},
+        "dashboards": dashboards,
     }
     atomic_write(path, json.dumps(state).encode())
 
 
-def _duplicate_failures(snapshot: Snapshot) -> list[Problem]:
-    return [
-        Problem(notes[0].path, None, f"verify: cluster_id {cid} is in {len(notes)} files: "
-                + ", ".join(sorted(n.path for n in notes)))
-        for cid, notes in sorted(snapshot.arcs_by_id().items())
-        if len(notes) > 1
-    ]
-
-
-def _conscious(decisions: KeeperDecisions) -> int:
-    """Live arcs in conscious (tombstones never move, so they do not count against the cap)."""
-    return sum(1 for d in decisions.arcs.values() if in_conscious(d.path) and d.status not in TOMBSTONE_STATUSES)
-
-
-def _external_feed(report: TickReport, vault: Path, feed_dir: Path, kplan: KeeperPlan, dry_run: bool) -> None:
-    if feed_relative(vault, feed_dir) is None:
-        report.result.written.extend(write_external_feed(feed_dir, kplan.feed_files, dry_run=dry_run))
-
-
-def verify_vault(
-    s: Settings,
-    now: datetime,
-    vault: Path,
-    feed_dir: Path,
-    result: writer.ApplyResult,
-    *,
-    dry_run: bool,
-    known: dict[str, Note] | None = None,
-) -> list[Problem]:
-    """SPEC §9 invariants on the vault as it is now; returns the failures.
-
-    It re-scans the vault. ``known`` are the notes the keeper predicted for the files it
-    wrote: a file whose bytes hash to its prediction is not parsed again (the prediction is
-    exact; tests compare it with a real parse), any other file is.
-    """
-    failures: list[Problem] = []
-    snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=not dry_run,
-                    known=known)
-    failures.extend(_duplicate_failures(snapshot))
-    written = set(result.written) | {dst for _, dst in result.moved}
-    rel = feed_relative(vault, feed_dir)
-    for path in sorted(written):
+def _listing_after(listing: Listing, snapshot: Snapshot, result: writer.ApplyResult) -> Listing:
+    """The listing as the next tick will see it: this tick's own changes folded in, stat'ed once."""
+    after = dict(listing)
+    for src, _dst in result.moved:
+        after.pop(src, None)
+    for path in result.deleted:
+        after.pop(path, None)
+    for path in {*result.written, *(dst for _, dst in result.moved)}:
         note = snapshot.notes.get(path)
-        if path.endswith(".md") and (rel is None or not path.startswith(rel + "/")) and note is not None and not note.parsed:
-            failures.append(Problem(path, None, "verify: a file this tick wrote does not parse"))
-    if dry_run:
-        return failures
-    check = plan_keeper(snapshot, now, s, feed_dir=feed_dir)
-    conscious = _conscious(check.decisions)
-    if conscious > s.conscious_cap:
-        failures.append(Problem("frontal-lobe/conscious", None,
-                                f"verify: {conscious} arcs in conscious, cap is {s.conscious_cap}"))
-    # Feed budget: may only be exceeded by what is never cut (nuclear signals, top hot arcs, headers);
-    # the keeper's own re-plan tells how small the feed can get.
-    if feed_dir.is_dir():
-        total = sum(feed.tokens(p.read_text(encoding="utf-8", errors="replace")) for p in feed_dir.glob("*.md"))
-        if total > max(s.feed_token_budget, check.feed_tokens):
-            failures.append(Problem(rel or str(feed_dir), None,
-                                    f"verify: feed is {total} tokens, budget {s.feed_token_budget}"))
-    second = writer.apply_plan(vault, _without_owned_feed(check, rel), journal=None, dry_run=True)
-    pending = [p for p in second.written + [f"{a} → {b}" for a, b in second.moved]
-               if not any(p.startswith(c) for c in result.conflicts)]  # files left for the next tick
-    if pending:
-        failures.append(Problem(pending[0], None,
-                                f"verify: a second pass would still change {len(pending)} files: "
-                                + ", ".join(pending[:5])))
-    return failures
-
-
-def _without_owned_feed(check: KeeperPlan, rel: str | None) -> Any:
-    """The second-pass plan minus AI-owned feed files the keeper alone would not produce."""
-    from brain.core.plan import Plan, WriteFile
-
-    plan = Plan()
-    for op in check.plan.operations:
-        if isinstance(op, WriteFile) and rel is not None and op.path in (
-            f"{rel}/{feed.LAST_DIFF}", f"{rel}/{feed.INTENT}"
-        ):
-            continue
-        plan.add(op)
-    return plan
+        if note is not None and note.mtime_ns:
+            after[path] = (note.size, note.mtime_ns)
+        elif path in snapshot.notes or path in listing:
+            try:
+                st = os.stat(snapshot.vault / path)
+            except OSError:
+                after.pop(path, None)
+                continue
+            after[path] = (st.st_size, st.st_mtime_ns)
+    return after
