@@ -453,8 +453,8 @@ def _session(chat: _Chat, cwd: str, skipped: int, subagents: list[_Chat]) -> Ses
             figures.add(message)
             for tool in message.calls:
                 feed_work(work, 0, tool)
-    if not chat.messages:
-        return None
+    if assistant == 0 and prompts.count == 0:
+        return None  # no conversation (only info or error notes): no session
     times.add(chat.start if times.first is None else None)
     times.add(chat.updated if times.last is None and (chat.until is None or (chat.updated or "") <= chat.until) else None)
     if times.first is None or times.last is None:
