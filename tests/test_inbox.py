@@ -164,3 +164,49 @@ def test_plan_inbox_is_pure_over_texts(arcs: Path) -> None:
     plan, problems = plan_inbox(snapshot, {rel: note("lesson", "Pure.", project="billing")}, WHEN,
                                 Settings(vault=arcs), arc_texts={target.path: arc_text})
     assert problems == [] and len(plan.operations) == 2
+
+
+def _tick_drains() -> bool:
+    import inspect
+
+    import brain.pipeline.tick
+
+    return "drain_inbox" in inspect.getsource(brain.pipeline.tick)
+
+
+@pytest.mark.skipif(not _tick_drains(), reason="the tick does not drain the inbox yet (wiring pending)")
+def test_the_tick_drains_the_inbox_into_the_feed_and_keeps_the_index_current(arcs: Path) -> None:
+    from brain.search import index
+    from tests.support.vaults import run_tick_json, tree_digest
+
+    drop(arcs, "20261121T110000Z-s-1.md", note("signal", "Gateway pager storm.", project="gateway",
+                                               severity="critical", source="pager"))
+    drop(arcs, "20261121T110000Z-s-2.md", note("lesson", "Quiet hours need a pager override.", project="gateway"))
+    code, report = run_tick_json(arcs)
+    assert code == 0, report["problems"]
+    assert not list((arcs / "raw" / "inbox").glob("*.md"))
+    assert "raw/inbox/20261121T110000Z-s-1.md" in report["changes"]["deleted"]
+    feed = "".join(p.read_text() for p in (arcs / "brain-feed").rglob("*.md"))
+    assert "Gateway pager storm." in feed
+    hits = index.search(arcs, "pager override")
+    assert hits and hits[0].kind == "lesson" and hits[0].cluster_id == "2026-11-20-hot-bbbbbbbbbbbb"
+    def files() -> dict[str, str]:
+        return {k: v for k, v in tree_digest(arcs, include_state=False).items() if not k.endswith("health.jsonl")}
+
+    before = files()
+    code, again = run_tick_json(arcs)
+    assert code == 0 and again["changes"] == {"written": [], "moved": [], "deleted": []}
+    assert files() == before
+    undone = __import__("typer.testing", fromlist=["CliRunner"]).CliRunner().invoke(
+        __import__("brain.cli", fromlist=["app"]).app, ["undo", "--vault", str(arcs), "--tick", report["tick_id"]])
+    assert undone.exit_code == 0, undone.output
+    assert len(list((arcs / "raw" / "inbox").glob("*.md"))) == 2
+
+
+def test_a_dry_run_tick_leaves_the_inbox_and_the_index_alone(arcs: Path) -> None:
+    from brain.search import index
+    from tests.support.vaults import run_tick_json
+
+    rel = drop(arcs, "1.md", note("lesson", "Stay put.", project="gateway"))
+    code, _ = run_tick_json(arcs, "--dry-run")
+    assert code == 0 and (arcs / rel).exists() and not index.db_path(arcs).exists()
