@@ -124,7 +124,8 @@ def summary(vault: Path, report: dict[str, Any], now: str, cwd: str) -> str:
         by_project[str(meta.get("project") or "unknown")].append(meta)
     for project in sorted(by_project):
         for meta in sorted(by_project[project], key=lambda m: str(m.get("last_active", "")), reverse=True):
-            activity = meta.get("activity") if isinstance(meta.get("activity"), dict) else {}
+            raw = meta.get("activity")
+            activity: dict[str, Any] = raw if isinstance(raw, dict) else {}
             errors = len(meta.get("open_errors") or [])
             scripted = " · scripted" if meta.get("headless") else ""
             lines.append(f"  {project[:24]:<24} {str(meta.get('title', ''))[:60]:<60} · "
