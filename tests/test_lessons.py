@@ -146,7 +146,8 @@ def test_a_headless_run_is_recognised() -> None:
     ("FOO=1 bd show spotter-dov", ["bd show"]),
     ("git commit -m \"$(cat <<'EOF'\nfix\nEOF\n)\" && git push", []),
     ("rg -n \"compact|compacting\" src | head", []),
-    ("python3 -c \"\nimport tarfile\nwith open(x) as f: pass\"", ["python3"]),
+    ("python3 -c \"\nimport tarfile\nwith open(x) as f: pass\"", []),
+    ("python3 extract-feedback.py --pr 3", ["python3 extract-feedback.py"]),
     ("python -m pytest tests/", ["python -m pytest"]),
 ])
 def test_commands_are_program_and_subcommand(line: str, keys: list[str]) -> None:

@@ -47,7 +47,10 @@ _RUNNERS = {
     "uv": ("run", "tool", "pip"), "npm": ("run", "exec"), "pnpm": ("run", "exec", "dlx"), "yarn": ("run", "dlx"),
     "bun": ("run", "x"), "poetry": ("run",), "pipenv": ("run",), "bundle": ("exec",), "mix": ("run",),
     "cargo": ("run",), "go": ("run",), "dotnet": ("run",), "hatch": ("run",), "pdm": ("run",), "rye": ("run",),
+    "docker": ("compose",),
 }
+_INTERPRETERS = frozenset({"python", "python3", "python2", "node", "ruby", "perl", "deno", "php", "pypy3",
+                           "bash", "sh", "zsh"})
 _PREFIXES = frozenset({"sudo", "time", "nohup", "exec", "command", "env", "builtin", "then", "do", "else", "!"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9._:/+-]{0,40}$")
@@ -182,10 +185,12 @@ def command_keys(command: str) -> list[str]:
             keys.append(f"{program} {rest[0]} {_program(rest[1])}")
             continue
         sub = rest[0] if rest and "/" not in rest[0] and not _is_file_name(rest[0]) else ""
-        if program in ("python", "python3", "node", "bash", "sh", "zsh", "ruby", "perl", "deno") and words[1:2]:
-            # A script: the script's name is what a later session types again.
-            target = words[1]
-            sub = _program(target) if not target.startswith("-") else ""
+        if program in _INTERPRETERS:
+            # A script: its name is what a later session types again; inline code (-c) is nothing.
+            target = words[1] if len(words) > 1 else ""
+            if target.startswith("-") or not _is_file_name(_program(target)):
+                continue
+            sub = _program(target)
         keys.append(f"{program} {sub}".strip())
     return keys
 
