@@ -91,6 +91,12 @@ class Settings:
     llm_model: str = _opt("claude-sonnet-4-6", "Model name sent to the gateway (`--model`).", group="llm")
     llm_provider: str = _opt("openai", "`openai` (chat completions) or `anthropic` (Messages API).", group="llm")
     llm_timeout_seconds: float = _opt(120.0, "Timeout of one LLM HTTP request.", group="llm")
+    llm_deadline_seconds: float = _opt(
+        0.0,
+        "Wall-clock limit of the whole LLM call: every request, retry and backoff wait (a gateway that "
+        "trickles its answer is cut here, exit 4); 0 means `(llm_max_retries + 1) × llm_timeout_seconds + 60`.",
+        group="llm",
+    )
     llm_max_retries: int = _opt(3, "Retries on 429, 5xx and connection errors (exponential backoff).", group="llm")
     llm_max_output_tokens: int = _opt(4096, "Upper bound of the answer's tokens.", group="llm")
     llm_price_input_per_mtok: float = _opt(3.0, "Price in USD per million prompt tokens (cost estimate).", group="llm")

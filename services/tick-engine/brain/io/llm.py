@@ -18,6 +18,19 @@ Retries: 408, 429, 5xx, connection errors and timeouts are retried ``max_retries
 exponential backoff (1 s, 2 s, 4 s ... capped at 30 s); a ``Retry-After`` header is honoured up
 to 60 s. Any other 4xx fails at once. The sleep function is injectable so tests never sleep.
 
+Deadline: httpx's timeout bounds each network operation (connect, one read, one write), so a
+gateway that sends a byte every few seconds would hold the tick, and its vault lock, for as
+long as it likes. :meth:`complete` therefore has a wall-clock deadline for the whole call,
+every attempt, retry and backoff wait included (``llm_deadline_seconds``; 0 means every
+attempt's timeout plus :data:`DEADLINE_BACKOFF_SECONDS` of waiting:
+``(llm_max_retries + 1) × llm_timeout_seconds + 60``, 540 s with the defaults). Each attempt's timeouts are cut to the
+time left; a watchdog shuts the connection's socket down when the deadline passes (a blocked
+read returns at once, whatever the server trickles); a retry whose wait would cross the
+deadline is not made. Past the deadline the call fails with an :class:`LLMError` that says so.
+
+A 200 whose body is not a JSON object, or is JSON nested too deeply to decode, is an
+:class:`LLMError` too (the tick's AI phase fails with exit 4; nothing crashes).
+
 The API key is sent, never logged, never part of an error message (error bodies quoted in an
 :class:`LLMError` are redacted and stripped of the key).
 """
@@ -26,6 +39,9 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import math
+import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -53,6 +69,9 @@ SCHEMA_NAME = "brain_answer"
 RETRY_STATUSES = frozenset({408, 429})
 #: Statuses with which a server refuses a request field it does not know (the schema fallback).
 SCHEMA_REFUSED_STATUSES = frozenset({400, 422})
+#: Without an explicit ``llm_deadline_seconds``, the whole call may take one timeout per attempt
+#: plus this much backoff waiting.
+DEADLINE_BACKOFF_SECONDS = 60.0
 
 
 class LLMError(Exception):
@@ -96,6 +115,8 @@ class LLMConfig:
     model: str
     provider: str = "openai"
     timeout_seconds: float = 120.0
+    #: Wall-clock limit of one complete() call, retries and waits included; 0: see :attr:`deadline`.
+    deadline_seconds: float = 0.0
     max_retries: int = 3
     max_output_tokens: int = 4096
     price_input_per_mtok: float = 0.0
@@ -103,6 +124,13 @@ class LLMConfig:
 
     def __repr__(self) -> str:  # the key never reaches a log line or a traceback
         return f"LLMConfig(url={_display_url(self.url)!r}, provider={self.provider!r}, model={self.model!r})"
+
+    @property
+    def deadline(self) -> float:
+        """Seconds one complete() call may take in all."""
+        if self.deadline_seconds > 0:
+            return self.deadline_seconds
+        return (max(0, self.max_retries) + 1) * self.timeout_seconds + DEADLINE_BACKOFF_SECONDS
 
 
 def client_from_settings(
@@ -117,12 +145,18 @@ def client_from_settings(
     """
     if not settings.llm_url or not settings.llm_url.strip():
         return None
+    for name in ("llm_timeout_seconds", "llm_deadline_seconds"):
+        value = getattr(settings, name)
+        if not math.isfinite(value) or value < 0 or (name == "llm_timeout_seconds" and value == 0):
+            raise SettingsError(f"BRAIN_{name.upper()}: must be a positive number of seconds"
+                                + (" (0: the default)" if name == "llm_deadline_seconds" else ""))
     config = LLMConfig(
         url=settings.llm_url.strip(),
         api_key=settings.llm_api_key or None,
         model=settings.llm_model,
         provider=settings.llm_provider.strip().lower(),
         timeout_seconds=settings.llm_timeout_seconds,
+        deadline_seconds=settings.llm_deadline_seconds,
         max_retries=settings.llm_max_retries,
         max_output_tokens=settings.llm_max_output_tokens,
         price_input_per_mtok=settings.llm_price_input_per_mtok,
@@ -196,6 +230,61 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+class _Watchdog:
+    """Shuts down the sockets of one complete() call when its deadline passes.
+
+    httpx bounds each read, not a request: a server trickling bytes keeps every read short.
+    Shutting a socket down from this timer thread makes the read blocked on it return at once
+    (end of stream), so the request fails whatever the server does; the caller then sees
+    :meth:`expired`. Sockets are learnt from httpcore's ``trace`` extension as they connect.
+    """
+
+    def __init__(self, deadline: float):
+        self._deadline = deadline
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._fired = False
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._sockets.append(sock)
+            fired = self._fired
+        if fired:
+            _shutdown(sock)
+
+    def expired(self) -> bool:
+        return self._fired or time.monotonic() >= self._deadline
+
+    def _fire(self) -> None:
+        with self._lock:
+            self._fired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shutdown(sock)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed by the pool
+        pass
+
+
 class _HTTPClient:
     """Retries, timeouts, usage and cost; subclasses know one wire format."""
 
@@ -240,20 +329,27 @@ class _HTTPClient:
     # -- the call --
     def complete(self, system: str, prompt: str, *, json_schema: dict[str, Any] | None = None) -> Completion:
         started = time.monotonic()
+        deadline = started + self.config.deadline
         schema = json_schema
         attempts = 0
         retries = 0
         max_retries = max(0, self.config.max_retries)
-        timeout = httpx.Timeout(self.config.timeout_seconds)
-        with httpx.Client(timeout=timeout, transport=self._transport, follow_redirects=False) as http:
+        with httpx.Client(transport=self._transport, follow_redirects=False) as http, _Watchdog(deadline) as watchdog:
             while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._deadline_error(attempts)
                 attempts += 1
                 try:
                     try:
                         response = http.post(
-                            self.endpoint, json=self.body(system, prompt, schema), headers=self.headers()
+                            self.endpoint, json=self.body(system, prompt, schema), headers=self.headers(),
+                            timeout=httpx.Timeout(min(self.config.timeout_seconds, left)),
+                            extensions={"trace": watchdog.trace},
                         )
                     except httpx.TransportError as exc:
+                        if watchdog.expired():
+                            raise self._deadline_error(attempts) from None
                         raise self._post_error(exc) from None
                     if response.status_code in SCHEMA_REFUSED_STATUSES and schema is not None:
                         log.info(
@@ -271,6 +367,13 @@ class _HTTPClient:
                             attempts=attempts,
                         ) from None
                     delay = backoff_delay(retries, exc.retry_after)
+                    if time.monotonic() + delay >= deadline:
+                        raise LLMError(
+                            f"LLM request failed after {attempts} attempt(s): {exc}; a retry in {delay:.0f}s would "
+                            f"pass the call's {self.config.deadline:g}s deadline",
+                            status=exc.status,
+                            attempts=attempts,
+                        ) from None
                     retries += 1
                     log.warning("LLM request failed (%s); retry %d/%d in %.1fs", exc, retries, max_retries, delay)
                     self._sleep(delay)
@@ -293,6 +396,13 @@ class _HTTPClient:
             cost_usd=round(cost, 6),
             attempts=attempts,
             latency_ms=latency_ms,
+        )
+
+    def _deadline_error(self, attempts: int) -> LLMError:
+        return LLMError(
+            f"LLM call cut at its {self.config.deadline:g}s deadline (llm_deadline_seconds) after {attempts} "
+            f"attempt(s) at {_display_url(self.endpoint)}: the server did not finish its answer in time",
+            attempts=attempts,
         )
 
     def _post_error(self, exc: httpx.HTTPError) -> _Retryable:
@@ -318,6 +428,10 @@ class _HTTPClient:
         except (ValueError, UnicodeDecodeError):
             raise LLMError(
                 f"LLM server answered {status} with a body that is not JSON", status=status, attempts=attempts
+            ) from None
+        except RecursionError:
+            raise LLMError(
+                f"LLM server answered {status} with JSON nested too deeply to read", status=status, attempts=attempts
             ) from None
         if not isinstance(data, dict):
             raise LLMError(f"LLM server answered {status} with JSON that is not an object", status=status, attempts=attempts)
