@@ -61,3 +61,9 @@ def test_eval_feed_refuses_bad_requests(tmp_path: Path) -> None:
     assert done.returncode == 2 and "bad --profile" in done.stderr
     done = _eval("--projects-dir", str(tmp_path / "missing"))
     assert done.returncode == 2 and "log folder not found" in done.stderr
+
+
+def test_excluded_targets_must_come_from_the_given_logs(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    done = _eval("--projects-dir", str(tmp_path / "logs"), "--exclude-targets-from", str(tmp_path))
+    assert done.returncode == 2 and "--exclude-targets-from must lie inside" in done.stderr

@@ -129,3 +129,13 @@ def test_comparison_and_verdict() -> None:
     assert m.compare(empty, brain, "x").verdict == "worse"
     assert m.verdict(m.aggregate(empty), m.aggregate(empty), [comparison]).useless
     assert not m.verdict(m.aggregate(brain), m.aggregate(empty), [comparison]).useless
+
+
+def test_prompt_terms_are_scored_apart_from_the_headline() -> None:
+    items = (NeededItem("file", "a.py", ("a py",), "a.py", 0),)
+    terms = (NeededItem("term", "parser", ("parser",), "parser", 0), NeededItem("term", "header", ("header",), "header", 0))
+    score = m.score_feed("the parser", items, frozenset({"a.py"}), "p", terms, frozenset({"parser", "header"}))
+    assert score.terms == m.Ratio(1, 2)
+    assert score.knowable == m.Ratio(0, 1)  # terms never count in R_kn
+    line = m.Verdict(False, {"empty": "better", "oracle": "worse", "recent-titles": "indistinguishable"}).line()
+    assert line == "Brain is better than empty; worse than oracle; indistinguishable from recent-titles"

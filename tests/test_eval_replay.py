@@ -156,3 +156,17 @@ def test_the_report_has_every_feed_and_the_verdict(evaluation: Evaluation) -> No
     assert set(data["comparisons"]) == set(bl.BASELINES)
     assert data["aggregate"]["oracle"]["r_kn_project"] == 1.0
     assert as_json(evaluation) == as_json(evaluation)
+
+
+def test_feeds_and_blind_judge_packets_are_written(evaluation: Evaluation, tmp_path: Path) -> None:
+    from brain.evaluation.judge import write_feeds, write_judge_packets
+
+    write_feeds(evaluation, tmp_path / "feeds")
+    assert (tmp_path / "feeds" / S4 / "oracle.md").read_text() == evaluation.targets[-1].feeds[bl.ORACLE]
+    write_judge_packets(evaluation, tmp_path / "judge")
+    packets = [json.loads(line) for line in (tmp_path / "judge" / "judge.jsonl").read_text().splitlines()]
+    key = {k["packet"]: k["feed"] for k in map(json.loads, (tmp_path / "judge" / "judge-key.jsonl").read_text().splitlines())}
+    assert packets and {p["packet"] for p in packets} == set(key)
+    assert "empty" not in key.values()  # nothing to judge
+    for packet in packets:
+        assert key[packet["packet"]] not in packet["prompt"].split("## Injected context")[0]  # blind

@@ -121,6 +121,12 @@ def feed(
                 raise UsageError("bad --profile", f"{profile!r}: use ideal or production")
         except ReplayError as exc:
             raise UsageError("cannot build the profile", str(exc)) from None
+        if exclude_targets_from is not None:
+            inside = [d for d in (sources.projects_dir, sources.codex_dir)
+                      if d is not None and exclude_targets_from.resolve().is_relative_to(d)]
+            if not inside:
+                raise UsageError("--exclude-targets-from must lie inside --projects-dir or --codex-dir",
+                                 path=exclude_targets_from)
         request = EvalRequest(sources, chosen, mode=mode, warmup=warmup, exclude_targets_from=exclude_targets_from,
                               min_target_turns=min_target_turns, budget=budget)
         work = Path(tempfile.mkdtemp(prefix="brain-eval-")) if work_dir is None else work_dir.resolve()

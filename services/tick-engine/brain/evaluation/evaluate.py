@@ -11,6 +11,7 @@ from brain.core.feed import tokens
 from brain.evaluation import baselines as bl
 from brain.evaluation import metrics as m
 from brain.evaluation.needs import (
+    TERM,
     NeededItem,
     SessionFiles,
     SessionNeeds,
@@ -109,11 +110,17 @@ def evaluate(
             item.key for other in universe if other.end < target.start for item in needs[other.id].headline()
         )
         known = m.knowable_keys(needed, earlier)
+        terms = tuple(i for i in needs[target.id].items if i.kind == TERM)
+        earlier_terms = frozenset(
+            item.key for other in universe if other.end < target.start for item in needs[other.id].items
+            if item.kind == TERM
+        )
         knowable_items = [i for i in needed if i.key in known]
         feeds = {BRAIN: target_run.feed}
         feeds.update(bl.baseline_feeds(target, target_run.history, knowable_items,
                                        brain_tokens=tokens(target_run.feed), budget=request.budget))
-        scores = {name: m.score_feed(text, needed, known, target.project) for name, text in feeds.items()}
+        scores = {name: m.score_feed(text, needed, known, target.project, terms, earlier_terms)
+                  for name, text in feeds.items()}
         results.append(TargetResult(target, target_run.cutoff, len(target_run.history), needed, known, feeds, scores))
     rows = {name: [m.Scored(r.session.id, r.session.project, r.scores[name]) for r in results] for name in FEEDS}
     aggregates = {name: m.aggregate(rows[name]) for name in FEEDS}

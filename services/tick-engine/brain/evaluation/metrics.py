@@ -81,6 +81,8 @@ class FeedScore:
     project_hit: bool
     lines: int
     useful_lines: int
+    #: Diagnostic only (not in the headline): knowable prompt terms mentioned / knowable terms.
+    terms: Ratio = Ratio(0, 0)
 
     @property
     def r_kn(self) -> float | None:
@@ -95,9 +97,13 @@ class FeedScore:
         return self.useful_lines / self.lines if self.lines else None
 
 
-def score_feed(text: str, needed: Sequence[NeededItem], knowable_keys: frozenset[str], project: str) -> FeedScore:
+def score_feed(
+    text: str, needed: Sequence[NeededItem], knowable_keys: frozenset[str], project: str,
+    terms: Sequence[NeededItem] = (), knowable_terms: frozenset[str] = frozenset(),
+) -> FeedScore:
     """How much of what the session needed (and could have known) the feed carries."""
     padded = _padded(text)
+    term_pool = [t for t in terms if t.key in knowable_terms]
     mentioned = [item for item in needed if _mentioned(padded, item)]
     knowable = [item for item in needed if item.key in knowable_keys]
     hit_set = {(i.kind, i.key) for i in mentioned}
@@ -121,6 +127,7 @@ def score_feed(text: str, needed: Sequence[NeededItem], knowable_keys: frozenset
         project_hit=bool(project) and mentions(text, project),
         lines=len(lines),
         useful_lines=useful,
+        terms=Ratio(sum(1 for t in term_pool if _mentioned(padded, t)), len(term_pool)),
     )
 
 
@@ -171,6 +178,7 @@ class Aggregate:
     tokens_per_hit: float | None
     lucky_hits: int
     rediscovery: float | None
+    terms: float | None = None
 
 
 def aggregate(rows: Sequence[Scored]) -> Aggregate:
@@ -193,6 +201,7 @@ def aggregate(rows: Sequence[Scored]) -> Aggregate:
         tokens_per_hit=token_sum / hits if hits else None,
         lucky_hits=sum(len(s.lucky) for s in scores),
         rediscovery=_mean(s.knowable.total / s.needed if s.needed else None for s in scores),
+        terms=_mean(s.terms.value for s in scores),
     )
 
 
@@ -275,7 +284,8 @@ class Verdict:
     def line(self) -> str:
         if self.useless:
             return "USELESS: Brain's feed carries no more of what sessions needed than an empty feed"
-        parts = [f"{verdict} than {name}" for name, verdict in self.against.items()]
+        parts = [f"{verdict} {'from' if verdict == 'indistinguishable' else 'than'} {name}"
+                 for name, verdict in self.against.items()]
         return "Brain is " + "; ".join(parts)
 
 

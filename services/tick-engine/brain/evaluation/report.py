@@ -64,7 +64,9 @@ def human(evaluation: Evaluation) -> str:
                      _num(a.precision), _num(a.tokens, 0), _num(a.tokens_per_hit, 0), str(a.lucky_hits)])
     out += _table(header, rows)
     rediscovery = evaluation.aggregates[BRAIN].rediscovery
-    out += ["", f"re-discovery rate |K|/|N|: {_num(rediscovery)}", "",
+    terms = ", ".join(f"{SHORT[f]} {_num(evaluation.aggregates[f].terms)}" for f in FEEDS)
+    out += ["", f"re-discovery rate |K|/|N|: {_num(rediscovery)}",
+            f"diagnostic, not in the headline: R_kn of prompt terms (words of 5+ letters): {terms}", "",
             "Brain - baseline on R_kn (95 % bootstrap CI, 2000 resamples, seed 0)"]
     header = ["baseline", "mean/proj", "CI projects", "mean/sess", "CI sessions", "W/T/L", "verdict"]
     rows = []
@@ -90,6 +92,7 @@ def _score(score: FeedScore) -> dict[str, Any]:
         "per_kind": {k: {"hits": r.hits, "knowable": r.total} for k, r in score.per_kind.items()},
         "early": {"hits": score.early.hits, "knowable": score.early.total},
         "project_hit": score.project_hit, "lines": score.lines, "useful_lines": score.useful_lines,
+        "terms": {"hits": score.terms.hits, "knowable": score.terms.total},
         "precision": _round(score.precision),
     }
 
@@ -101,7 +104,7 @@ def _aggregate(a: Aggregate) -> dict[str, Any]:
         "r_kn_early": _round(a.r_kn_early), "per_kind": {k: _round(v) for k, v in a.per_kind.items()},
         "r_all": _round(a.r_all), "project_hit": _round(a.project_hit), "precision": _round(a.precision),
         "tokens": _round(a.tokens), "tokens_per_hit": _round(a.tokens_per_hit), "lucky_hits": a.lucky_hits,
-        "rediscovery": _round(a.rediscovery),
+        "rediscovery": _round(a.rediscovery), "terms_r_kn": _round(a.terms),
     }
 
 
