@@ -228,3 +228,35 @@ def test_planted_lesson_ranks_first_among_synthetic_arcs(tmp_path: Path, count: 
     text = recall_for_prompt(vault, f"Is the {PLANTED_QUERY} problem known?", set(),
                              Settings(vault=vault).replace(recall_on_prompt=True))
     assert PLANTED in text
+
+
+def _hook_recalls() -> bool:
+    import inspect
+
+    import brain.pipeline.hook
+
+    return "recall_for_prompt" in inspect.getsource(brain.pipeline.hook)
+
+
+@pytest.mark.skipif(not _hook_recalls(), reason="brain hook prompt-submit does not call recall yet (wiring pending)")
+def test_prompt_submit_adds_recall_once_per_session(small: Path, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    build(small)
+    env = {**os.environ, "BRAIN_VAULT": str(small), "BRAIN_RECALL_ON_PROMPT": "true", "BRAIN_RECALL_MIN_SCORE": "0",
+           "BRAIN_HOOK_STATE_DIR": str(tmp_path / "state"), "BRAIN_REFRESH_INTERVAL": "1000"}
+
+    def submit(prompt: str, session: str = "s1") -> str:
+        payload = json.dumps({"session_id": session, "cwd": str(tmp_path), "prompt": prompt})
+        done = subprocess.run([sys.executable, "-m", "brain", "hook", "prompt-submit"], input=payload, text=True,
+                              capture_output=True, env=env, check=True)
+        return done.stdout
+
+    first = json.loads(submit("why do webhook retries melt the gateway?"))
+    assert "Webhook retries need jitter" in first["hookSpecificOutput"]["additionalContext"]
+    assert submit("webhook retries gateway jitter again") == ""  # already shown this session
+    assert "Webhook retries need jitter" in submit("webhook retries gateway", session="s2")
+    env.pop("BRAIN_RECALL_ON_PROMPT")
+    assert submit("webhook retries gateway", session="s3") == ""  # off by default
