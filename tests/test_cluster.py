@@ -529,3 +529,24 @@ def test_titles_never_leak_secrets_into_ids_or_file_names(vault: Path) -> None:
     [created] = report["created"]
     assert "Z9Z9" not in created["path"] and "z9z9" not in created["cluster_id"]
     assert "Z9Z9" not in (vault / created["path"]).read_text(encoding="utf-8")
+
+
+def test_lessons_and_todos_the_operator_deleted_stay_deleted(vault: Path) -> None:
+    lesson = {"kind": "lesson", "text": "`uv run pytest` failed with ImportError; fixed by editing `a.py`, then it passed.",
+              "source": "d1:12", "date": "2026-11-20"}
+    first = session("d1", T0, lessons=[lesson], todos=[{"status": "pending", "text": "write the changelog"}])
+    report = cluster(vault, bundle(first))[1]
+    path = vault / report["created"][0]["path"]
+    text = path.read_text(encoding="utf-8")
+    assert "source=d1:12" in text and "write the changelog" in text
+    pruned = "\n".join(line for line in text.split("\n") if "source=d1:12" not in line and "changelog" not in line)
+    path.write_text(pruned, encoding="utf-8")
+    cluster(vault, bundle(first))  # the same bundle: nothing comes back
+    assert path.read_text(encoding="utf-8") == pruned
+    # The session grows: only what it learnt after the last mined line is added.
+    later = {"kind": "decision", "text": "no, keep the old API instead of the new one", "source": "d1:40",
+             "date": "2026-11-20"}
+    grown = session("d1", T0, minutes=60, turns=5, lessons=[lesson, later])
+    cluster(vault, bundle(grown))
+    after = path.read_text(encoding="utf-8")
+    assert "source=d1:40" in after and "source=d1:12" not in after

@@ -238,10 +238,16 @@ def timeline_visible(session: Session) -> str:
     return f"- {' · '.join(parts)}"
 
 
+def _lesson_line(lesson: Lesson) -> int:
+    return _int(lesson.source.rsplit(":", 1)[-1])
+
+
 def session_record(session: Session, visible: str) -> str:
+    """The invisible record: figures counted, the visible part's hash, the last log line mined."""
     figures = " ".join(f"{k}={v}" for k, v in session_figures(session).items())
+    mined = max((_lesson_line(lesson) for lesson in session.lessons), default=0)
     return (f"<!-- brain:session id={session.session_id} end={iso(session.end)} {figures} "
-            f"h={_visible_hash(visible)} -->")
+            f"h={_visible_hash(visible)}{f' l={mined}' if mined else ''} -->")
 
 
 def timeline_line(session: Session) -> str:
@@ -447,7 +453,7 @@ def render_new_arc(group: NewArc, now: datetime, settings: Settings) -> Rendered
     if all(s.headless for s in sessions):
         meta["headless"] = True
     ignition = _quote(prompt_session.first_prompt) if prompt_session else "> (no human prompt recorded)"
-    lessons = _dedupe_lessons(sessions)
+    lessons = _dedupe_lessons(lesson for s in sessions for lesson in s.lessons)
     body = "\n".join(
         [
             f"# {title}",
@@ -486,15 +492,15 @@ def _todo_lines(session: Session) -> list[str]:
     return [todo_block(session, todo.status, todo.text) for todo in session.pending_todos]
 
 
-def _dedupe_lessons(sessions: Iterable[Session]) -> list[Lesson]:
+def _dedupe_lessons(lessons: Iterable[Lesson]) -> list[Lesson]:
+    """Each lesson once: the same text mined from two sessions is written the first time."""
     seen: set[tuple[str, str]] = set()
     out: list[Lesson] = []
-    for session in sessions:
-        for lesson in session.lessons:
-            key = (lesson.kind, safe_text(lesson.text).lower())
-            if key not in seen:
-                seen.add(key)
-                out.append(lesson)
+    for lesson in lessons:
+        key = (lesson.kind, safe_text(lesson.text).lower())
+        if key not in seen:
+            seen.add(key)
+            out.append(lesson)
     return out
 
 
@@ -580,6 +586,9 @@ def update_arc_text(text: str, update: ArcUpdate) -> str:
     deltas = dict.fromkeys(_FIGURE_KEYS, 0)
     timeline_new: list[str] = []
     source_new: list[str] = []
+    # Sessions new to the body or grown since, with the last log line already mined for lessons:
+    # only their later lessons and todos are written, so what the operator deleted stays deleted.
+    fresh: dict[str, int] = {}
     for session in ordered:
         figures = session_figures(session)
         known = recorded.get(session.session_id)
@@ -590,7 +599,9 @@ def update_arc_text(text: str, update: ArcUpdate) -> str:
                 for key in _FIGURE_KEYS:
                     deltas[key] += figures[key] - old[key]
                 lines[index] = regrown_line(lines[index], session, attrs)
+                fresh[session.session_id] = _int(attrs.get("l"))
         else:
+            fresh[session.session_id] = 0
             if session.session_id not in listed:
                 for key in _FIGURE_KEYS:
                     deltas[key] += figures[key]
@@ -605,10 +616,12 @@ def update_arc_text(text: str, update: ArcUpdate) -> str:
     last = _latest(ordered)
     last_known = parse_instant(info.last_active)
     newest = last_known is None or last.end >= last_known
-    lines = _refresh_todos(lines, last, set(sources)) if newest else lines
+    lines = _refresh_todos(lines, last, set(sources)) if newest and last.session_id in fresh else lines
     lines = _append_to_section(lines, "Timeline", timeline_new)
     present = {(kind, source) for kind, source in _LESSON_SOURCE.findall("\n".join(lines))}
-    lessons = [lesson for lesson in _dedupe_lessons(ordered) if (lesson.kind, lesson.source) not in present]
+    candidates = [lesson for session in ordered if session.session_id in fresh
+                  for lesson in session.lessons if _lesson_line(lesson) > fresh[session.session_id]]
+    lessons = [lesson for lesson in _dedupe_lessons(candidates) if (lesson.kind, lesson.source) not in present]
     lines = _append_to_section(lines, "Lessons", [lesson_block(lesson) for lesson in lessons])
     lines = _append_to_section(lines, "Source sessions", source_new)
     new_body = "\n".join(lines)
@@ -660,6 +673,8 @@ def update_arc_text(text: str, update: ArcUpdate) -> str:
     if new_fm == document.frontmatter and new_body == document.body:
         return text
     return f"---{newline}{new_fm}---{newline}{new_body}"
+
+
 
 
 def _refresh_todos(lines: list[str], last: Session, arc_sessions: set[str]) -> list[str]:
