@@ -13,7 +13,6 @@ into a temporary file renamed into place, so a reader never sees half an index.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import time
@@ -208,6 +207,8 @@ def _read(vault: Path, rel: str) -> bytes | None:
 
 def _note_and_text(vault: Path, rel: str, note: Note | None, max_bytes: int) -> tuple[Note, str, str] | None:
     """The file's current note, text and sha1 (the scan's note when the bytes still match it)."""
+    import hashlib
+
     from brain.core.model import parse_note
 
     data = _read(vault, rel)
