@@ -57,14 +57,21 @@ def served(vault: Path) -> Path:
     return vault
 
 
-def test_read_tools_answer_and_writes_are_off_by_default(served: Path) -> None:
+def test_read_tools_answer_and_writes_are_off_by_default(served: Path, tmp_path: Path) -> None:
+    tick = CliRunner().invoke(app, ["tick", "--vault", str(served), "--no-ai", "--now", NOW])
+    assert tick.exit_code == 0, tick.output
+    write_arc(served, "clusters/2026-11-20", "2026-11-20-old-cccccccccccc", status="merged", body="Old notes.\n",
+              extra={"merged_into": ARC})
+    project_dir = tmp_path / "src" / "gateway"
+
     async def scenario(session: ClientSession) -> dict[str, Any]:
         tools = await session.list_tools()
         out: dict[str, Any] = {"tools": {t.name: t.description or "" for t in tools.tools}}
         out["search"] = payload(await session.call_tool("search", {"query": "webhook jitter"}))
         out["arc"] = payload(await session.call_tool("get_arc", {"cluster_id": ARC}))
         out["status"] = payload(await session.call_tool("status", {}))
-        out["feed"] = await session.call_tool("feed", {"cwd": str(served)})
+        out["feed"] = payload(await session.call_tool("feed", {"cwd": str(project_dir)}))
+        out["tombstone"] = payload(await session.call_tool("get_arc", {"cluster_id": "2026-11-20-old-cccccccccccc"}))
         out["remember"] = await session.call_tool("remember", {"kind": "lesson", "text": "x", "project": "p"})
         return out
 
@@ -81,7 +88,9 @@ def test_read_tools_answer_and_writes_are_off_by_default(served: Path) -> None:
     assert [s["heading"] for s in out["arc"]["sections"]][:3] == ["Webhook delivery", "Lessons", "Edges"]
     assert out["arc"]["markers"][0]["type"] == "lesson"
     assert out["status"]["writes_enabled"] is False and out["status"]["indexed"]["lesson"] == 1
-    assert not out["feed"].is_error
+    assert out["status"]["last_tick"]["exit_code"] == 0 and out["status"]["alarms"] == []
+    assert "Webhook delivery" in out["feed"]  # the gateway project's boot feed
+    assert out["tombstone"]["frontmatter"]["merged_into"] == ARC
     assert out["remember"].is_error  # not offered at all
     assert not (served / "raw").exists()
 
