@@ -169,3 +169,26 @@ def test_until_never_marks_a_file_modified_after_it(tmp_path: Path) -> None:
 def test_vault_flag_needs_a_vault(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["extract", "--vault", str(tmp_path / "missing"), "--projects-dir", str(tmp_path)])
     assert result.exit_code == 2 and "brain init" in result.stderr
+
+
+def test_a_changed_file_is_read_with_its_folder_so_resumed_records_count_once(tmp_path: Path) -> None:
+    """Resume copies the original's records into the new file; uuids are counted once per folder."""
+    cursor = tmp_path / "cursor.json"
+    folder = projects(tmp_path)
+    resumed = "aaaaaaaa-0000-4000-8000-00000000000b"
+    original = [user("u1", "add the coupon field", T0), user("u2", "validate it", T0 + timedelta(minutes=10))]
+    write_session(folder, original)
+    write_session(folder, [line.replace(SID, resumed) for line in original]
+                  + [user("u3", "now the tests", T0 + timedelta(minutes=40), resumed)], resumed)
+    first, _ = run_extract(tmp_path, "--cursor", str(cursor))
+    vault = init_vault(tmp_path / "vault")
+    run_cluster(vault, first)
+    turns = {s["session_id"]: s["user_turns"] for s in first["sessions"]}
+    assert turns == {SID: 2, resumed: 1}
+    path = folder / f"{resumed}.jsonl"
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(user("u4", "and the docs", T0 + timedelta(minutes=50), resumed))
+    os.utime(path, ((NOW - timedelta(minutes=1)).timestamp(),) * 2)
+    second, _ = run_extract(tmp_path, "--cursor", str(cursor))
+    turns = {s["session_id"]: s["user_turns"] for s in second["sessions"]}
+    assert turns[resumed] == 2  # not 4: the copied records are the original's

@@ -428,6 +428,7 @@ def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats, cursor: C
     for folder_name in folders:
         folder = Path(folder_name)
         mains: list[tuple[float, Path]] = []
+        unchanged: list[tuple[float, Path]] = []
         agents: list[tuple[float, Path]] = []
         infos: dict[Path, os.stat_result] = {}
         try:
@@ -454,10 +455,17 @@ def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats, cursor: C
             if since_ts is not None and info.st_mtime < since_ts:
                 stats.files_skipped_by_mtime += 1
                 continue
+            infos[Path(entry.path)] = info
             if cursor is not None and cursor.is_unchanged(Path(entry.path), info):
+                unchanged.append((info.st_mtime, Path(entry.path)))
                 continue
             mains.append((info.st_mtime, Path(entry.path)))
-            infos[Path(entry.path)] = info
+        if mains:
+            # A changed file of a folder is read with the folder's other files in the window, so a
+            # resumed session's copied records are still counted once (the uuid set is per folder).
+            mains.extend(unchanged)
+            if cursor is not None:
+                cursor.unchanged -= len(unchanged)  # opened after all
         if mains or agents:
             mains.sort(key=lambda item: (item[0], item[1].name))
             plans.append(_FolderPlan(folder, mains, agents, since_ts, infos))

@@ -10,8 +10,9 @@ file, the size, the mtime and the offset of the last complete line read. A file 
 and mtime are unchanged is not opened again; a file that grew is read again from the start,
 because a session's figures in the bundle are absolute (``brain cluster`` replaces a
 session's old figures with the new ones, it never adds them), so a partial read would
-undercount. A live session file is small next to a whole projects folder, so a run after an
-idle period opens nothing and costs one ``stat`` per file.
+undercount. Claude Code files of the same project folder that are inside the window are read
+with it (resume copies records between them, and they are counted once per folder). A run
+after an idle period opens nothing and costs one ``stat`` per file.
 
 The cursor is committed in two steps so that a failed ``brain cluster`` loses nothing:
 ``brain extract`` writes ``<cursor>.pending`` and names its token in the bundle;
