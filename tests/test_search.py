@@ -260,3 +260,12 @@ def test_prompt_submit_adds_recall_once_per_session(small: Path, tmp_path: Path)
     assert "Webhook retries need jitter" in submit("webhook retries gateway", session="s2")
     env.pop("BRAIN_RECALL_ON_PROMPT")
     assert submit("webhook retries gateway", session="s3") == ""  # off by default
+
+
+def test_refresh_indexes_only_what_the_scan_calls_a_note(small: Path) -> None:
+    build(small)
+    feed = small / "brain-feed" / "hot-arcs.md"
+    feed.parent.mkdir(exist_ok=True)
+    feed.write_text("---\nid: hot\n---\n<!-- @lesson -->\nPlatypus in the feed.\n<!-- @/lesson -->\n")
+    stats = index.refresh(small, notes(small), ["brain-feed/hot-arcs.md"], [])
+    assert stats.files_read == 0 and index.search(small, "platypus") == []

@@ -263,7 +263,11 @@ def _index_files(
     """Index ``paths`` as they are on disk now; ``known`` is what the index holds (path -> sha1)."""
     batch = _Batch(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM docs").fetchone()[0], [], [], [])
     for rel in sorted(set(paths)):
-        if not indexed(rel):
+        if not indexed(rel) or rel not in notes:
+            # The scan's view decides what is a note (never the feed folder or a dot-folder).
+            if rel in known:
+                _forget(conn, rel)
+                stats.files_removed += 1
             continue
         found = _note_and_text(vault, rel, notes.get(rel), max_bytes)
         stats.files_read += 1
@@ -324,7 +328,9 @@ def refresh(
 ) -> IndexStats:
     """Re-index the ``changed`` files (read from disk now) and drop the ``removed`` ones.
 
-    Cost is proportional to the change. A missing, corrupt or outdated index is rebuilt
+    ``notes`` are those of the scan that saw the change: a changed path it does not hold (a
+    feed file, anything under a dot-folder) is not a note and is never indexed. Cost is
+    proportional to the change. A missing, corrupt or outdated index is rebuilt
     from ``notes`` instead.
     """
     note_list = notes if isinstance(notes, list) else list(notes)
