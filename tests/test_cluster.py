@@ -17,8 +17,10 @@ from typer.testing import CliRunner
 
 from brain.cli import app
 from brain.core import frontmatter
-from brain.core.clustering import Session, assign, cluster_id, parse_bundle, slug
+from brain.core.arc_text import cluster_id, slug
+from brain.core.grouping import assign
 from brain.core.model import parse_note
+from brain.core.session import Session, parse_bundle
 from brain.io.writer import vault_lock
 from brain.settings import Settings
 from tests.support.vaults import init_vault, tree_digest, write_arc

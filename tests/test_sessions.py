@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 import brain.io.sessions as sessions_io
 from brain.cli import app
-from brain.core.clustering import Session
+from brain.core.session import Session
 from brain.io.sessions import incremental as incremental_io
 from brain.pipeline.extract import Bundle, extract
 from brain.settings import Settings

@@ -1,7 +1,7 @@
 """Phase 0, part 1: session logs -> the JSON session bundle (SPEC §5).
 
 ``extract`` lists and stats every transcript, opens only those modified since the window
-start, streams them into :class:`~brain.core.clustering.Session` values, keeps the
+start, streams them into :class:`~brain.core.session.Session` values, keeps the
 sessions that overlap the window and pass the filters, and returns a :class:`Bundle`.
 Every string in the bundle has been through :func:`brain.core.redaction.redact`.
 
