@@ -126,8 +126,9 @@ def test_writes_enabled_by_env_land_redacted_and_marker_safe_in_the_inbox(served
     }
 
     async def scenario(session: ClientSession) -> dict[str, Any]:
-        names = {t.name for t in (await session.list_tools()).tools}
-        out: dict[str, Any] = {"names": names}
+        listed = (await session.list_tools()).tools
+        out: dict[str, Any] = {"names": {t.name for t in listed},
+                               "read_only": {t.name for t in listed if t.annotations and t.annotations.read_only_hint}}
         out["secret"] = payload(await session.call_tool("remember", {"kind": "lesson", "text": texts["secret"],
                                                                      "project": "gateway"}))
         out["marker"] = payload(await session.call_tool("remember", {"kind": "decision", "text": texts["marker"]}))
@@ -141,7 +142,7 @@ def test_writes_enabled_by_env_land_redacted_and_marker_safe_in_the_inbox(served
         return out
 
     out = drive(served, scenario, env={"BRAIN_MCP_WRITES": "true"}, cwd=tmp_path)
-    assert out["names"] == READ_TOOLS | WRITE_TOOLS
+    assert out["names"] == READ_TOOLS | WRITE_TOOLS and out["read_only"] == READ_TOOLS
     for key in ("path_project", "bad_kind", "bad_severity", "empty"):
         assert out[key].is_error, key
     written = sorted((served / "raw" / "inbox").glob("*.md"))

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +24,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
 
 from brain import __version__
 from brain.core import inbox
@@ -118,7 +121,10 @@ class BrainTools:
 
     def search(self, query: str, kind: str | None = None, project: str | None = None, limit: int = 10) -> dict[str, Any]:
         kind, limit = _kind(kind), _limit(limit)
-        self.sync()
+        try:
+            self.sync()
+        except (OSError, sqlite3.Error) as exc:  # an index a bit behind beats no answer
+            print(f"brain mcp: index sync failed: {exc}", file=sys.stderr)
         try:
             hits = index.search(self.vault, query, project=project, kind=kind, limit=limit)
         except index.SearchIndexError as exc:
@@ -129,10 +135,10 @@ class BrainTools:
         if not CLUSTER_ID_RE.match(cluster_id):
             raise ToolError("cluster_id is not a valid arc id (letters, digits, '.', '_', '-')")
         candidates = []
-        rel = index.arc_path(self.vault, cluster_id)
-        if rel is not None:
-            candidates.append(self.vault / rel)
         name = f"{cluster_id}.md"
+        rel = index.arc_path(self.vault, cluster_id)
+        if rel is not None and rel.rsplit("/", 1)[-1] == name:
+            candidates.append(self.vault / rel)
         for top in ARC_FOLDERS:
             root = self.vault / top
             if root.is_dir():
@@ -266,13 +272,16 @@ def build_server(settings: Settings, *, clock: Callable[[], datetime], cwd: str 
     tools = BrainTools(settings, clock=clock, cwd=cwd)
     server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__,
                                        log_level="WARNING")
-    server.add_tool(tools.search, name="search", description=SEARCH_DOC)
-    server.add_tool(tools.get_arc, name="get_arc", description=GET_ARC_DOC)
-    server.add_tool(tools.feed, name="feed", description=FEED_DOC)
-    server.add_tool(tools.status, name="status", description=STATUS_DOC)
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writing = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                              open_world_hint=False)
+    server.add_tool(tools.search, name="search", description=SEARCH_DOC, annotations=reading)
+    server.add_tool(tools.get_arc, name="get_arc", description=GET_ARC_DOC, annotations=reading)
+    server.add_tool(tools.feed, name="feed", description=FEED_DOC, annotations=reading)
+    server.add_tool(tools.status, name="status", description=STATUS_DOC, annotations=reading)
     if settings.mcp_writes:
-        server.add_tool(tools.remember, name="remember", description=REMEMBER_DOC)
-        server.add_tool(tools.raise_signal, name="raise_signal", description=RAISE_SIGNAL_DOC)
+        server.add_tool(tools.remember, name="remember", description=REMEMBER_DOC, annotations=writing)
+        server.add_tool(tools.raise_signal, name="raise_signal", description=RAISE_SIGNAL_DOC, annotations=writing)
     return server
 
 
