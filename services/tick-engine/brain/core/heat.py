@@ -16,6 +16,7 @@ and reported with its path (:func:`date_problems`); date arithmetic never overfl
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -50,7 +51,9 @@ def _in_range(instant: datetime | None) -> datetime | None:
     return instant if instant is not None and _EARLIEST <= instant < _LATEST else None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _instant(value: str | None) -> datetime | None:
+    """A frontmatter date, in range (memoised: every arc's dates are read several times a tick)."""
     return _in_range(parse_instant(value))
 
 
@@ -98,8 +101,10 @@ def date_problems(note: Note) -> list[Problem]:
         return []
     problems = []
     for key, value in (("last_active", arc.last_active), ("created", arc.created)):
+        if value is None or _instant(value) is not None:
+            continue
         parsed = parse_instant(value)
-        if parsed is not None and _in_range(parsed) is None:
+        if parsed is not None:
             problems.append(Problem(note.path, None, f"{key} {value!r} is outside the years {MIN_YEAR}-{MAX_YEAR}; "
                                                      "ignored (heat uses the next date it can find)"))
     return problems

@@ -111,7 +111,9 @@ def is_tombstoned_signal(marker: Marker, now: datetime) -> bool:
     return cleared_at is None or cleared_at < now
 
 
-def decide(notes: Iterable[Note], now: datetime, s: Settings) -> KeeperDecisions:
+def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool = False) -> KeeperDecisions:
+    """One decision per arc at ``now``. ``horizon`` also finds :attr:`KeeperDecisions.next_change`
+    (what the fast path of the next tick needs; a check pass does not)."""
     by_id: dict[str, list[Note]] = {}
     for note in notes:
         if note.arc is not None:
@@ -133,9 +135,10 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings) -> KeeperDecisions
         out.problems.extend(date_problems(note))
         inputs = inputs_of(note)
         live.append((note, compute(inputs, now, s), inputs))
-        changes = next_change(inputs, now, s)
-        if changes is not None and (out.next_change is None or changes < out.next_change):
-            out.next_change = changes
+        if horizon:
+            changes = next_change(inputs, now, s)
+            if changes is not None and (out.next_change is None or changes < out.next_change):
+                out.next_change = changes
 
     # Conscious: hottest first, at most conscious_cap; arcs already there win ties (no churn).
     contenders = [
@@ -251,7 +254,7 @@ def valid_until(decisions: KeeperDecisions, now: datetime, s: Settings) -> datet
     # The feed carries the date: the window ends just before midnight.
     midnight = datetime(now.year, now.month, now.day, tzinfo=now.tzinfo) + timedelta(days=1) - tick
     candidates = [midnight]
-    if decisions.next_change is not None:
+    if decisions.next_change is not None:  # decided with horizon=True
         candidates.append(decisions.next_change - tick)
     for decision in decisions.arcs.values():
         note = decision.note

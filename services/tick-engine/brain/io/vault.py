@@ -88,6 +88,11 @@ def _note_of(row: tuple[Any, ...]) -> Note:
                 tuple(Problem(*p) for p in problem_rows), parsed, body_offset)
 
 
+#: The rows the last scan of this process loaded, by path, with the note built from each: saving
+#: the cache again re-serialises only the notes that changed.
+_LOADED: dict[str, tuple[Note, tuple[Any, ...]]] = {}
+
+
 def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int]:
     """The cached rows and the time the cache was written (0 when missing, stale or corrupt)."""
     try:
@@ -111,7 +116,11 @@ def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int]:
 
 def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
     """Persist the parse cache (best effort: a missing cache only costs a re-parse)."""
-    rows = {path: _note_row(note) for path, note in notes.items() if note.mtime_ns}
+    rows = {}
+    for path, note in notes.items():
+        if note.mtime_ns:
+            known = _LOADED.get(path)
+            rows[path] = known[1] if known is not None and known[0] is note else _note_row(note)
     data = marshal.dumps((CACHE_KEY, time.time_ns(), rows))
     with contextlib.suppress(OSError):
         atomic_write(vault / CACHE_FILE, data)
@@ -200,6 +209,7 @@ def scan(
     raw: dict[str, bytes] = {}
     parsed = cached = 0
     changed: list[str] = []
+    loaded: dict[str, tuple[Note, tuple[Any, ...]]] = {}
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -212,6 +222,7 @@ def scan(
                     note = None
                 if note is not None and (st.st_mtime_ns < racy_from or _same_content(vault, rel, note.size, note.sha1)):
                     notes[rel] = note
+                    loaded[rel] = (note, row)
                     cached += 1
                     continue
             notes[rel] = _parse_file(vault, rel, st, max_note_bytes, raw if keep_bytes else None, arcs_anywhere)
@@ -220,6 +231,8 @@ def scan(
     finally:
         if enabled:
             gc.enable()
+    _LOADED.clear()
+    _LOADED.update(loaded)
     removed = tuple(sorted(set(cache) - set(notes))) if cache_written else ()
     problems = tuple(p for note in notes.values() for p in note.problems)
     stats = ScanStats(len(notes), parsed, cached, (time.perf_counter() - started) * 1000)

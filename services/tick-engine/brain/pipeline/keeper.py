@@ -6,6 +6,7 @@ changes (checked against the scan, :func:`brain.io.vault.read_texts`), and hands
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -142,7 +143,10 @@ def plan_keeper(
 
     if dashboards:
         for path, text in sorted(feed.dashboards(decisions.arcs).items()):
-            plan.add(WriteFile(path, text.encode("utf-8"), owned=True, reason="dashboard"))
+            data = text.encode("utf-8")
+            known = snapshot.notes.get(path)  # dashboards are notes the scan hashed: unchanged ones are no-ops
+            if known is None or known.size != len(data) or known.sha1 != hashlib.sha1(data, usedforsecurity=False).hexdigest():
+                plan.add(WriteFile(path, data, owned=True, reason="dashboard"))
     return out
 
 

@@ -321,7 +321,7 @@ def _run(tick: _Tick) -> None:
     report.delta = snapshot.delta
     _after_scan(tick, snapshot)
 
-    decisions = decide(snapshot.notes.values(), now, s)
+    decisions = decide(snapshot.notes.values(), now, s, horizon=True)
     dashboards_key = _dashboards_key(decisions)
     kplan, snapshot = _keeper_pass(tick, snapshot, decisions, dashboards=dashboards_key != state.get("dashboards"))
     report.keeper = KeeperReport(ms=0.0, files=snapshot.stats.files, parsed=snapshot.stats.parsed,
@@ -350,7 +350,7 @@ def _run(tick: _Tick) -> None:
             # The keeper again, so arcs changed by apply get their heat and place in this same tick.
             t = time.perf_counter()
             snapshot = _reread(snapshot, outcome.result, s.max_note_bytes)
-            decisions = decide(snapshot.notes.values(), now, s)
+            decisions = decide(snapshot.notes.values(), now, s, horizon=True)
             final_plan, snapshot = _keeper_pass(
                 tick, snapshot, decisions, dashboards=True,
                 extra_diff=kplan.diff_lines + outcome.diff_lines, intent_text=outcome.intent,
@@ -501,11 +501,18 @@ def _dashboards_key(decisions: KeeperDecisions) -> str:
 
 
 def _arcs_key(snapshot: Snapshot) -> str:
-    digest = hashlib.sha1(usedforsecurity=False)
-    for path, note in sorted(snapshot.notes.items()):
-        if note.arc is not None:
-            digest.update(f"{path}\0{note.sha1}\n".encode())
-    return digest.hexdigest()
+    """What the candidate pairs are computed from: not heat, status or folder (a keeper edit or
+    move leaves them as they are), only whether an arc is a tombstone or an alarm file."""
+    rows = []
+    for path, note in snapshot.notes.items():
+        arc = note.arc
+        if arc is not None:
+            edges = ",".join(m.attr("target") or "" for m in note.markers if m.type == "edge")
+            rows.append(f"{arc.cluster_id}\0{path.startswith('amygdala/')}\0{arc.is_tombstone}\0{arc.title}\0"
+                        f"{arc.project}\0{arc.created}\0{arc.last_active}\0{','.join(arc.source_sessions)}\0"
+                        f"{edges}\n")
+    rows.sort()
+    return hashlib.sha1("".join(rows).encode(), usedforsecurity=False).hexdigest()
 
 
 def _candidates(snapshot: Snapshot, state: Mapping[str, Any]) -> dict[str, Any]:
