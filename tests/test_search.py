@@ -269,3 +269,20 @@ def test_refresh_indexes_only_what_the_scan_calls_a_note(small: Path) -> None:
     feed.write_text("---\nid: hot\n---\n<!-- @lesson -->\nPlatypus in the feed.\n<!-- @/lesson -->\n")
     stats = index.refresh(small, notes(small), ["brain-feed/hot-arcs.md"], [])
     assert stats.files_read == 0 and index.search(small, "platypus") == []
+
+
+def test_recall_lines_keep_strong_unseen_live_hits_within_the_budget() -> None:
+    from brain.search.query import Hit, recall_lines
+
+    def hit(n: int, score: float, **kw: object) -> Hit:
+        return Hit(f"arc-{n}", f"clusters/a/arc-{n}.md", 3, f"snippet {n}", "lesson", "p", score, **kw)  # type: ignore[arg-type]
+
+    hits = [hit(1, 30.0), hit(2, 20.0, successors=("arc-9",)), hit(3, 16.0), hit(4, 14.0), hit(5, 12.0)]
+    lines, keys = recall_lines(hits, {"clusters/a/arc-3.md:3:lesson"}, max_hits=3, budget_chars=10_000, min_score=1.0)
+    assert [k.split(":")[0] for k in keys] == ["clusters/a/arc-1.md"]  # 2 tombstone, 3 seen, 4-5 under half of 30
+    assert lines == ["- lesson [[arc-1]] (clusters/a/arc-1.md:3): snippet 1"]
+    four = [hit(1, 10.0), hit(2, 9.0), hit(3, 8.0), hit(4, 7.0)]
+    assert len(recall_lines(four, set(), max_hits=3, budget_chars=10_000, min_score=7.5)[0]) == 3
+    assert len(recall_lines(four, set(), max_hits=2, budget_chars=10_000, min_score=0.0)[0]) == 2
+    assert len(recall_lines(four, set(), max_hits=9, budget_chars=10_000, min_score=8.5)[0]) == 2
+    assert recall_lines([hit(1, 10.0)], set(), max_hits=3, budget_chars=20, min_score=0.0) == ([], [])

@@ -109,16 +109,22 @@ def one_line(text: str, limit: int) -> str:
     return flat[: max(1, limit - 1)].rstrip() + "…"
 
 
+#: Recall leaves out hits scoring under this share of the best hit's score.
+RELATIVE_FLOOR = 0.5
+
+
 def recall_lines(
     hits: Sequence[Hit], seen: Iterable[str], *, max_hits: int, budget_chars: int, min_score: float
 ) -> tuple[list[str], list[str]]:
     """The lines prompt-time recall adds, and the keys of the hits they show.
 
-    Best first; hits below ``min_score``, already ``seen`` this session, or tombstones are
-    skipped; the whole stays within ``budget_chars`` (a line that does not fit is dropped,
+    Best first; hits below ``min_score`` or below :data:`RELATIVE_FLOOR` of the best hit's
+    score, already ``seen`` this session, or tombstones are skipped; the whole stays within ``budget_chars`` (a line that does not fit is dropped,
     not cut, so every line names a whole item).
     """
     already = set(seen)
+    if hits:  # far weaker than the best hit is noise next to it, whatever its absolute score
+        min_score = max(min_score, max(h.score for h in hits) * RELATIVE_FLOOR)
     lines: list[str] = []
     keys: list[str] = []
     used = 0
