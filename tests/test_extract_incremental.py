@@ -192,3 +192,18 @@ def test_a_changed_file_is_read_with_its_folder_so_resumed_records_count_once(tm
     second, _ = run_extract(tmp_path, "--cursor", str(cursor))
     turns = {s["session_id"]: s["user_turns"] for s in second["sessions"]}
     assert turns[resumed] == 2  # not 4: the copied records are the original's
+
+
+def test_secrets_in_failures_never_reach_the_bundle(tmp_path: Path) -> None:
+    token = "ghp_" + "Q7" * 18
+    folder = projects(tmp_path)
+    result = json.dumps({"type": "user", "uuid": "r1", "sessionId": SID, "timestamp": stamp(T0 + timedelta(minutes=2)),
+                         "cwd": "/work/shop", "message": {"role": "user", "content": [
+                             {"type": "tool_result", "tool_use_id": "call-1", "is_error": True,
+                              "content": f"ValueError: bad token {token}"}]}}) + "\n"
+    write_session(folder, [user("u1", "deploy it", T0), assistant("a1", T0 + timedelta(minutes=1),
+                                                                  f"GH_TOKEN={token} npm run deploy", "call-1"), result])
+    bundle, _ = run_extract(tmp_path)
+    [session] = bundle["sessions"]
+    assert session["failures"] and session["failures"][0]["text"].startswith("ValueError: bad token")
+    assert token not in json.dumps(bundle)

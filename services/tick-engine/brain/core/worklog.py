@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from brain.core.lessons import LessonMiner
+from brain.core.redaction import redact
 from brain.core.session import (
     ITEM_CHARS,
     MAX_FAILURES,
@@ -406,7 +407,8 @@ class WorkLog:
             if known is None or failure.line >= known.line:
                 seen[ident] = failure
         ordered = sorted(seen.values(), key=lambda f: (f.resolved, -f.line))
-        return tuple(ordered[:MAX_FAILURES])
+        return tuple(Failure(" ".join(redact(f.text).split())[:ITEM_CHARS], f.resolved, f.line,
+                             " ".join(redact(f.command).split())[:120]) for f in ordered[:MAX_FAILURES])
 
     def identifier_list(self) -> tuple[str, ...]:
         ranked = sorted(self._identifiers.items(), key=lambda item: (-item[1], self._order.get("id:" + item[0], 0)))
