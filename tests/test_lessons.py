@@ -205,3 +205,18 @@ def test_new_arcs_carry_lessons_and_open_todos(tmp_path: Path) -> None:
     _found, problems = marker_parser.parse(rendered.text)
     assert not problems
     assert json.dumps(rendered.text).count("cb2e607c:") >= 3
+
+
+@pytest.mark.parametrize(("prompt", "title"), [
+    ("[Image #1] Can you please add margin-bottom to the header", "Add margin-bottom to the header"),
+    ("Hey Claude, I'd like your help with refactoring the timeline", "Refactoring the timeline"),
+    ("Oh, this is not supported by Chrome :(\\ \\ This is bad", "Oh, this is not supported by Chrome :( This is bad"),
+    ("please fix these", ""),
+    ("continue", ""),
+    ("/model", ""),
+    ("[REDACTED_MESSAGE len=32 sha=821fd802]", ""),
+])
+def test_meaningful_titles(prompt: str, title: str) -> None:
+    from brain.core.arc_text import meaningful_title
+
+    assert meaningful_title(prompt) == title

@@ -104,6 +104,10 @@ _TRIVIAL = frozenset({
     "retry", "again", "sure", "yep", "do it", "keep going", "carry on", "resume", "try again", "continue please",
     "please continue", "go", "hi", "hello", "hey", "test",
 })
+#: Pasted attachments before the words: "[Image #1] add margin-bottom …".
+_ATTACHMENT = re.compile(r"^(?:\[(?:Image|Pasted text|File)[^\]]{0,40}\]\s*)+")
+#: A shell line continuation pasted into a prompt ("…:(\ \ This"), not a path's escaped space.
+_LINE_CONTINUATION = re.compile(r"(?<!\w)\\(?=\s|$)")
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z`\"'(])")
 _PLACEHOLDER = re.compile(r"^\[(?:REDACTED|image|Image|Pasted|Request interrupted)|^<[a-z_-]+>|^\[[A-Z_]+\]")
 
@@ -130,7 +134,8 @@ def _cut_title(line: str) -> str:
 def meaningful_title(prompt: str) -> str:
     """A title from a prompt, or "" when the prompt does not say what the work was."""
     for raw in prompt.splitlines():
-        line = " ".join(_LEAD_MARKUP.sub("", raw.strip()).split())
+        line = _ATTACHMENT.sub("", _LINE_CONTINUATION.sub(" ", raw.strip()))
+        line = " ".join(_LEAD_MARKUP.sub("", line).split())
         if not line:
             continue
         if line.startswith("/") or _PLACEHOLDER.match(line):
