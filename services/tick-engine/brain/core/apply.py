@@ -45,8 +45,9 @@ What each change does:
   ``cleared_at``. A signal no longer open is not touched (rejected "already applied").
 * **Synthesis** — each lesson becomes ``<!-- @lesson source=ai:<tick_id> -->text<!-- @/lesson -->``
   on its own line at the end of ``## Lessons`` (a lesson whose text the arc already holds is
-  not repeated), the resolution a plain line at the end of ``## Resolution`` (each section is
-  created at the end of the body when missing), and ``synthesized: true`` is set, so the arc
+  not repeated), the resolution a plain line at the end of ``## Resolution`` (a missing section
+  is created where CLUSTERS.md puts it: before ``## Edges`` / ``## Source sessions``, else at
+  the end), and ``synthesized: true`` is set, so the arc
   leaves the prompt's unsynthesized list. An arc already ``synthesized`` is not touched
   (rejected "already applied"), so re-applying an answer changes nothing.
 * **Summary** — ``summary:`` is written only when the arc has none (never overwritten), with
@@ -585,10 +586,25 @@ def _synthesis(work: _Work, synthesis: NewSynthesis) -> None:
             blocks.append(f"{render_tag('lesson', (('source', source),))}{said}<!-- @/lesson -->")
     body = arc.body
     if blocks:
-        body = append_to_section(body, "Lessons", blocks)
+        body = _append_in_place(body, "Lessons", blocks, before=("Resolution", "Edges", "Source sessions"))
     resolution = _inert(_said(synthesis.resolution)) if synthesis.resolution else ""
     if resolution:
-        body = append_to_section(body, "Resolution", [resolution])
+        body = _append_in_place(body, "Resolution", [resolution], before=("Edges", "Source sessions"))
     work.keep(synthesis.arc, arc.render({"synthesized": True}, body))
     what = [f"{len(blocks)} lesson{'s' if len(blocks) != 1 else ''}"] + (["a resolution"] if resolution else [])
     work.done("syntheses", f"synthesis for [[{synthesis.arc}]]: {' and '.join(what)}")
+
+
+def _append_in_place(body: str, heading: str, new_lines: Sequence[str], *, before: Sequence[str]) -> str:
+    """``new_lines`` at the end of ``## heading``; a missing section goes before the first of the
+    ``before`` sections the body has (the arc layout's order), else at the end."""
+    lines = body.split("\n")
+    heads = headings(lines)
+    names = {text.lower() for index, text in heads if lines[index].startswith("## ")}
+    if heading.lower() in names:
+        return append_to_section(body, heading, new_lines)
+    wanted = {name.lower() for name in before}
+    at = next((index for index, text in heads if lines[index].startswith("## ") and text.lower() in wanted), None)
+    if at is None:
+        return append_to_section(body, heading, new_lines)
+    return "\n".join([*lines[:at], f"## {heading}", "", *new_lines, "", *lines[at:]])
