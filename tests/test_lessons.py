@@ -165,6 +165,8 @@ def test_error_signatures() -> None:
         "ModuleNotFoundError: No module named 'foo'"
     assert error_signature("connect ECONNREFUSED 127.0.0.1:5432") == "connect ECONNREFUSED 127.0.0.1:5432"
     assert error_signature("zsh: command not found: mix") == "zsh: command not found: mix"
+    traceback = 'Traceback:\n  File "b.py", line 3\n    raise ValueError(message)\nValueError: no files to ship'
+    assert error_signature(traceback) == "ValueError: no files to ship"  # the raised line, not the raise
     assert error_signature("The user doesn't want to proceed with this tool use.") == ""
     assert error_signature("Chunk ID: 1\nWall time: 2\nProcess exited with code 1\nOutput:\nrg: x: No such file") == \
         "rg: x: No such file"

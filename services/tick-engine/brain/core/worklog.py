@@ -66,6 +66,8 @@ FILE_EXTENSIONS = frozenset(
 _PATTERN_FIRST = frozenset({"sed", "awk", "grep", "egrep", "fgrep", "rg", "jq", "yq"})
 
 _CLASS_NAME = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Fault|Failure|Panic))\b")
+_RAISED = re.compile(r"^[ \t>|E]*(?:[\w.]+\.)?([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Interrupt|Exit))\b:",
+                     re.MULTILINE)
 _ERRNO = re.compile(r"\b(E(?:ACCES|ADDRINUSE|ADDRNOTAVAIL|AGAIN|BADF|CONNABORTED|CONNREFUSED|CONNRESET|EXIST|HOSTUNREACH"
                     r"|INVAL|ISDIR|MFILE|NETUNREACH|NOENT|NOMEM|NOSPC|NOTDIR|NOTEMPTY|NOTFOUND|PERM|PIPE|ROFS"
                     r"|TIMEDOUT|AI_AGAIN))\b")
@@ -206,6 +208,9 @@ def error_signature(text: str) -> str:
     head = text[:6000].replace("\\n", "\n").replace("\\t", " ")  # output a hook escaped
     if any(marker in head[:400] for marker in _HARNESS_ERRORS):
         return ""
+    raised = list(_RAISED.finditer(head))
+    if raised:  # the last "SomeError: message" line of a traceback says what went wrong
+        return _line_around(head, raised[-1].start(1))
     for pattern in (_NO_MODULE, _NOT_FOUND):
         match = pattern.search(head)
         if match:
