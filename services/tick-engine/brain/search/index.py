@@ -305,9 +305,11 @@ def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_
             if statement.strip():
                 conn.execute(statement)
         conn.execute("INSERT INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 0)")  # one merge at the end instead
         _index_files(conn, vault, (p for p, n in by_path.items() if n.parsed), by_path, stats, max_bytes, {})
         conn.execute("COMMIT")
         conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 4)")  # FTS5's default, for refreshes
     except BaseException:
         conn.close()
         temp.unlink(missing_ok=True)
