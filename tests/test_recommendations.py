@@ -141,6 +141,28 @@ def test_unusable_answers_are_answer_errors(text: str) -> None:
         parse_answer(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000,
+        "[" * 100_000 + "]" * 100_000,
+        '{"edges": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"edges": ' + "[" * 100 + "]" * 100 + "}",  # decodes, but deeper than any answer
+        "My answer:\n```json\n{\"edges\": " + "[" * 5_000 + "]" * 5_000 + "}\n```",
+        'Here: {"edges": ' + "[" * 100 + "]" * 100 + "} done",
+    ],
+    ids=["open-brackets", "balanced", "in-an-object", "decodable-but-deep", "fenced", "in-prose"],
+)
+def test_deeply_nested_answers_are_refused_as_nested_too_deeply(text: str) -> None:
+    with pytest.raises(AnswerError, match="nested too deeply"):
+        parse_answer(text)
+
+
+def test_a_deep_object_in_prose_does_not_hide_the_answer_after_it() -> None:
+    text = 'Draft: {"edges": ' + "[" * 100_000 + "]" * 100_000 + '} Final: {"intent": "ship"}'
+    assert parse_answer(text) == {"intent": "ship"}
+
+
 def test_oversized_text_is_refused_before_parsing() -> None:
     with pytest.raises(AnswerError, match="too long"):
         parse_answer(" " * (MAX_ANSWER_CHARS + 1))
