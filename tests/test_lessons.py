@@ -222,3 +222,14 @@ def test_meaningful_titles(prompt: str, title: str) -> None:
     from brain.core.arc_text import meaningful_title
 
     assert meaningful_title(prompt) == title
+
+
+def test_a_pasted_field_list_does_not_flood_the_identifiers() -> None:
+    from brain.core.worklog import WorkLog
+
+    work = WorkLog("abcdef12")
+    fields = " ".join(f"fieldName{i}" for i in range(40))
+    work.prompt(3, f"Why does `parse_pr` drop these? {fields}")
+    assert work.identifier_list() == ("parse_pr", "fieldName0", "fieldName1", "fieldName2", "fieldName3",
+                                      "fieldName4", "fieldName5", "fieldName6", "fieldName7", "fieldName8",
+                                      "fieldName9", "fieldName10")

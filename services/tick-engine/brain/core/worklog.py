@@ -245,7 +245,7 @@ _HYPHEN_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+$")
 _PATH = re.compile(r"^[\w.~-]*/[\w./-]+$")
 #: Not identifiers: brand words, abbreviations, common hyphenated English.
 _NOT_IDENTIFIERS = frozenset(
-    ["github", "gitlab", "macos", "iphone", "ipad", "javascript", "typescript", "youtube", "linkedin", "openai", "chatgpt", "e.g", "i.e", "etc.", "vs.", "a.m", "p.m", "follow-up", "built-in", "long-term", "short-term", "real-time", "so-called", "e-mail", "one-shot", "re-run", "step-by-step", "up-to-date", "out-of-date", "end-to-end", "well-known", "high-level", "low-level", "side-by-side", "read-only", "write-only", "open-source", "third-party", "first-class", "day-to-day", "non-empty", "co-authored-by", "in-place", "opt-in", "opt-out", "check-in", "set-up", "log-in", "sign-in", "sign-up", "how-to", "to-do", "self-hosted", "multi-line", "single-line", "full-text", "front-end", "back-end", "front-matter", "top-level", "sub-agent", "sub-agents", "pre-commit", "auto-compact"]
+    ["github", "gitlab", "macos", "iphone", "ipad", "javascript", "typescript", "youtube", "linkedin", "openai", "chatgpt", "e.g", "i.e", "etc.", "vs.", "a.m", "p.m", "follow-up", "built-in", "long-term", "short-term", "real-time", "so-called", "e-mail", "one-shot", "re-run", "step-by-step", "up-to-date", "out-of-date", "end-to-end", "well-known", "high-level", "low-level", "side-by-side", "read-only", "write-only", "open-source", "third-party", "first-class", "day-to-day", "non-empty", "co-authored-by", "in-place", "opt-in", "opt-out", "check-in", "set-up", "log-in", "sign-in", "sign-up", "how-to", "to-do", "self-hosted", "multi-line", "single-line", "full-text", "front-end", "back-end", "front-matter", "top-level", "sub-agent", "sub-agents", "pre-commit", "auto-compact", "command-line", "built-ins", "long-running", "well-defined", "pros/cons", "and/or"]
 )
 
 
@@ -269,6 +269,10 @@ def identifiers(text: str) -> list[str]:
                 or (_HYPHEN_ID.match(token) and any(len(part) > 1 for part in token.split("-")))):
             found.setdefault(token, None)
     return list(found)
+
+
+#: A prompt with more identifiers than this is mostly a paste.
+PASTE_IDENTIFIERS = 12
 
 
 def relative_path(path: str, cwd: str) -> str:
@@ -382,7 +386,11 @@ class WorkLog:
     # --- prompts and plans -------------------------------------------------------------------
 
     def prompt(self, line: int, text: str, day: str = "") -> None:
-        for token in identifiers(text[:4000]):
+        found = identifiers(text[:4000])
+        if len(found) > PASTE_IDENTIFIERS:
+            # A pasted log or field list: what the operator wrote is the opening, not the paste.
+            found = identifiers(text[:300])[:PASTE_IDENTIFIERS]
+        for token in found:
             self._identifiers[token] += 1
             self._seen("id:" + token)
         self.miner.prompt(line, text, day)
