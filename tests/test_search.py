@@ -286,3 +286,17 @@ def test_recall_lines_keep_strong_unseen_live_hits_within_the_budget() -> None:
     assert len(recall_lines(four, set(), max_hits=2, budget_chars=10_000, min_score=0.0)[0]) == 2
     assert len(recall_lines(four, set(), max_hits=9, budget_chars=10_000, min_score=8.5)[0]) == 2
     assert recall_lines([hit(1, 10.0)], set(), max_hits=3, budget_chars=20, min_score=0.0) == ([], [])
+
+
+def test_a_busy_index_is_reported_not_rebuilt(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build(small)
+    monkeypatch.setattr(index, "BUSY_TIMEOUT_SECONDS", 0.05)
+    holder = sqlite3.connect(index.db_path(small), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            index.refresh(small, notes(small), ["clusters/2026-11-20/2026-11-20-webhooks-aaaaaaaaaaaa.md"], [])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert index.search(small, "webhook jitter")  # the index it kept still answers

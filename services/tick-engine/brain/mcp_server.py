@@ -129,6 +129,8 @@ class BrainTools:
             hits = index.search(self.vault, query, project=project, kind=kind, limit=limit)
         except index.SearchIndexError as exc:
             raise ToolError(f"the search index is not available: {exc}") from None
+        except sqlite3.OperationalError as exc:
+            raise ToolError(f"the search index is busy ({exc}); try again in a moment") from None
         return {"hits": [h.as_dict() for h in hits]}
 
     def _arc_file(self, cluster_id: str) -> Path:

@@ -175,11 +175,15 @@ def _open(vault: Path) -> Iterator[sqlite3.Connection]:
     try:
         conn = _connect(path)
     except sqlite3.Error as exc:
+        if _busy(exc):
+            raise
         raise SearchIndexError(f"cannot open {path}: {exc}") from None
     try:
         try:
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         except sqlite3.DatabaseError as exc:
+            if _busy(exc):
+                raise  # held by another writer: busy, not broken
             raise SearchIndexError(f"unreadable index {path}: {exc}") from None
         if row is None or row[0] != SCHEMA_VERSION:
             raise SearchIndexError(f"index {path} has schema {row[0] if row else None}, want {SCHEMA_VERSION}")
@@ -195,6 +199,10 @@ def exists(vault: Path) -> bool:
             return True
     except SearchIndexError:
         return False
+    except sqlite3.OperationalError as exc:
+        if _busy(exc):
+            return True  # another process is writing it
+        raise
 
 
 def _read(vault: Path, rel: str) -> bytes | None:
@@ -324,6 +332,11 @@ def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_
     return stats
 
 
+def _busy(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
 def refresh(
     vault: Path, notes: Iterable[Note], changed: Iterable[str], removed: Iterable[str], *,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -354,7 +367,9 @@ def refresh(
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-    except (SearchIndexError, sqlite3.DatabaseError):
+    except (SearchIndexError, sqlite3.DatabaseError) as exc:
+        if _busy(exc):
+            raise  # another writer holds it: not a reason to rebuild
         return rebuild(vault, note_list, max_bytes=max_bytes)
     stats.ms = (time.perf_counter() - started) * 1000
     return stats
@@ -366,7 +381,9 @@ def sync(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYT
     try:
         with _open(vault) as conn:
             known = dict(conn.execute("SELECT path, sha1 FROM files").fetchall())
-    except (SearchIndexError, sqlite3.DatabaseError):
+    except (SearchIndexError, sqlite3.DatabaseError) as exc:
+        if _busy(exc):
+            raise  # another writer holds it: not a reason to rebuild
         return rebuild(vault, note_list, max_bytes=max_bytes)
     current = {n.path: n.sha1 for n in note_list}
     changed = [p for p, sha in current.items() if known.get(p) != sha]
