@@ -85,7 +85,7 @@ POSITIVE: list[tuple[str, str, str, str]] = [
     ("private key", f"key:\n{PRIVATE_KEY}\nafter", PEM_BODY, "after"),
     ("openssh key", f"{OPENSSH_KEY}", PEM_BODY, ""),
     ("truncated private key", f"-----BEGIN EC PRIVATE KEY-----\n{PEM_BODY}", PEM_BODY, ""),
-    ("postgres url", f"postgres://admin:{PASSWORD}@db.internal:5432/app", PASSWORD, "postgres://admin:"),
+    ("postgres url", f"postgres://admin:{PASSWORD}@db.internal:5432/app", PASSWORD, "postgres://[REDACTED]@db.internal"),
     ("redis url", f"REDIS_URL=redis://:{PASSWORD}@cache:6379/0", PASSWORD, "@cache:6379/0"),
     ("mongodb url", f"mongodb+srv://u:{PASSWORD}@cluster0.x.mongodb.net", PASSWORD, "@cluster0.x.mongodb.net"),
     ("git remote", f"https://bot:{PASSWORD}@gitlab.com/g/p.git", PASSWORD, "@gitlab.com/g/p.git"),
@@ -204,3 +204,152 @@ def test_real_fixtures_hold_no_false_alarm_on_their_placeholders() -> None:
     path = FIXTURES / "codex" / "sessions" / "2026" / "02" / "23"
     sample = next(path.glob("rollout-*T20-34-25-*.jsonl")).read_text(encoding="utf-8")
     assert redact(sample).count("[REDACTED_") == sample.count("[REDACTED_")
+
+
+# --- secret classes, each in several shapes (issue 12 item 5) -----------------------------
+# Every class is widened by its shape (the prefix family, the grammar of a URL or a header),
+# not by one example; each token is tried in every context below.
+
+_R = "Zq7Xk2Lm9Np4Rt6Vw8Yb3Cd5Fg1Hj0"  # letters and digits, built up so no real key sits in the repo
+TOKEN_CLASSES: dict[str, list[str]] = {
+    "slack": [
+        "xoxb-" + "1234567890-" + _R, "xoxp-" + "1234567890-" + _R, "xoxa-2-" + _R, "xoxc-" + _R,
+        "xoxd-" + _R, "xoxe.xoxp-1-" + _R, "xoxe-1-" + _R, "xapp-1-A0123456789-" + _R, "xoxr-" + _R,
+    ],
+    "llm providers": ["sk-ant-admin01-" + _R, "sk-or-v1-" + _R, "gsk_" + _R, "xai-" + _R, "r8_" + _R, "pplx-" + _R],
+    "developer platforms": [
+        "ghs_" + _R + "ab", "ghr_" + _R + "cd", "glptt-" + _R, "lin_api_" + _R, "ntn_" + _R + _R[:12],
+        "ATATT3xFfGF0" + _R, "dckr_pat_" + _R, "sbp_" + "0123456789abcdef" * 2 + "01234567", "figd_" + _R,
+        "PMAK-" + _R[:24] + "-" + _R, "npm_" + _R[:30] + "Ab12cD",
+    ],
+    "infrastructure": [
+        "hvs." + _R, "dapi" + "0123456789abcdef" * 2, "tskey-auth-" + _R, "sntrys_" + _R, "glsa_" + _R,
+        "NRAK-" + "ABCDEFGHIJ0123456789KLMNO", "pul-" + "0123456789abcdef" * 2 + "01234567",
+        "dp.st." + _R + "Aa", "key-" + "0123456789abcdef" * 2, "sq0atp-" + _R, "AGE-SECRET-KEY-1" + "QZ7" * 20,
+    ],
+}
+TOKEN_SHAPES = [
+    "the key {s} leaked",
+    '{{"value": "{s}"}}',
+    "export SOMETHING={s}",
+    "`{s}`",
+    "({s}).",
+    "{s}",
+    "line one\n{s}\nline three",
+]
+
+# (class, text, the secret part that must go)
+SHAPED: list[tuple[str, str, str]] = [
+    # URL userinfo whose password holds reserved characters: the whole userinfo goes.
+    ("url", "postgres://admin:p@ssw0rd123@db/app", "p@ssw0rd123"),
+    ("url", "DATABASE_URL=mysql://root:s3cr:et@db.internal:3306/x", "s3cr:et"),
+    ("url", '{"url": "redis://default:pa#ss?w0rd!@cache:6379/0"}', "pa#ss?w0rd!"),
+    ("url", "amqp://guest:hunter%402@rabbit//", "hunter%402"),
+    ("url", "git clone https://deploy:tok$en&x=1@git.example.com/o/r.git", "tok$en&x=1"),
+    ("url", "mongodb+srv://app:Zx!9@@@cluster0.example.net/db?retryWrites=true", "Zx!9@@"),
+    # Authorization headers, any scheme, any spelling.
+    ("authorization", "Authorization: Bearer " + _R, _R),
+    ("authorization", "authorization: Negotiate YIIGhgYGKwYBBQUCoIIGejCCBnag" + _R, _R),
+    ("authorization", 'curl -H "Authorization: ApiKey ' + _R + '" https://api', _R),
+    ("authorization", "Authorization: SSWS 00" + _R, _R),
+    ("authorization", "Proxy-Authorization: Basic " + _R + "==", _R),
+    ("authorization", 'headers = {"Authorization": "Token ' + _R + '"}', _R),
+    ("authorization", "AUTHORIZATION=" + _R, _R),
+    ("cookie", "Cookie: session=" + _R + "; theme=dark", _R),
+    ("cookie", "set-cookie: sid=" + _R + "; Path=/; HttpOnly", _R),
+    # Assignments: secret-ish names, and loose names whose value looks random.
+    ("assignment", "key=" + _R, _R),
+    ("assignment", '"key": "' + _R + '"', _R),
+    ("assignment", "auth: " + _R, _R),
+    ("assignment", "webhook_hmac = '" + _R + "'", _R),
+    ("assignment", "GOOGLE_APPLICATION_CREDENTIALS_JSON=" + _R, _R),
+    ("assignment", "credentials: " + _R, _R),
+    ("assignment", "secret: " + _R, _R),
+    ("assignment", "pwd=" + _R, _R),
+]
+
+ALL_TOKENS = [(cls, tok) for cls, toks in TOKEN_CLASSES.items() for tok in toks]
+
+
+@pytest.mark.parametrize(("cls", "token"), ALL_TOKENS, ids=[f"{c}:{t[:12]}" for c, t in ALL_TOKENS])
+def test_every_token_class_is_redacted_in_every_shape(cls: str, token: str) -> None:
+    for shape in TOKEN_SHAPES:
+        text = shape.format(s=token)
+        out = redact(text)
+        assert token not in out and token[-12:] not in out, (cls, text, out)
+        assert REDACTED in out
+        assert redact(out) == out
+
+
+@pytest.mark.parametrize(("cls", "text", "secret"), SHAPED, ids=[f"{c}:{t[:30]}" for c, t, _ in SHAPED])
+def test_every_shaped_secret_class_is_redacted(cls: str, text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out, (cls, out)
+    assert REDACTED in out and redact(out) == out
+    if cls == "url":
+        assert "://[REDACTED]@" in out  # the whole userinfo, user included
+
+
+@pytest.mark.parametrize("text", [
+    "key=value", "key: id", "auth: required", "primary_key: id", "the key is short",
+    "auth=oauth2", "https://host:8080/path@scope/pkg", "ssh git@github.com", "postgres://db/app",
+    "postgres://admin:[REDACTED]@db/app", "postgres://[REDACTED]@db/app", "redis://:${REDIS_PASSWORD}@cache:6379",
+    "Authorization: Bearer [REDACTED]", "Cookie: [REDACTED]",
+])
+def test_looser_classes_leave_ordinary_values_and_placeholders_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_no_planted_secret_reaches_the_bundle_the_arc_its_id_or_file_name(tmp_path: Path) -> None:
+    """`brain extract` then `brain cluster` over a session full of secrets: none survives anywhere."""
+    from typer.testing import CliRunner
+
+    from brain.cli import app
+    from tests.support.vaults import init_vault
+
+    slack_app = "xapp-1-A0123456789-" + _R
+    url_password = "p@ssw0rd123"
+    secrets = [slack_app, url_password, "ssw0rd123", "xoxe.xoxp-1-" + _R, _R, "hunter%402"]
+    prompts = [
+        f"postgres://admin:{url_password}@db/app is down, fix it with {slack_app}",
+        f"{slack_app} deploy the bot, token xoxe.xoxp-1-{_R}",
+        f"Authorization: Negotiate YIIGhgYG{_R} fails for amqp://guest:hunter%402@rabbit//",
+        "now add the tests", "and the docs", "ship it",
+    ]
+    sid = "11111111-2222-4333-8444-555555555555"
+    folder = tmp_path / "projects" / f"-work-{slack_app}"
+    folder.mkdir(parents=True)
+    records = []
+    for index, prompt in enumerate(prompts):
+        ts = f"2026-05-01T10:{index:02d}:00.000Z"
+        records.append({"type": "user", "uuid": f"u{index}", "sessionId": sid, "timestamp": ts,
+                        "cwd": f"/work/{slack_app}", "gitBranch": "main",
+                        "message": {"role": "user", "content": prompt}})
+        records.append({"type": "assistant", "uuid": f"a{index}", "sessionId": sid, "timestamp": ts,
+                        "message": {"id": f"m{index}", "role": "assistant",
+                                    "content": [{"type": "text", "text": f"Using {slack_app} and postgres://admin:{url_password}@db/app."}]}})
+    (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    runner = CliRunner()
+    extracted = runner.invoke(app, ["extract", "--agent", "claude-code", "--projects-dir", str(tmp_path / "projects"),
+                                    "--codex-dir", str(tmp_path / "none"), "--since", "4000d", "--min-turns", "1",
+                                    "--now", "2026-05-02T00:00:00Z"])
+    assert extracted.exit_code == 0, extracted.stderr
+    bundle = extracted.stdout
+    assert '"sessions"' in bundle and sid in bundle
+    vault = init_vault(tmp_path / "vault")
+    (tmp_path / "bundle.json").write_text(bundle, encoding="utf-8")
+    clustered = runner.invoke(app, ["cluster", "--out-dir", str(vault / "clusters" / "2026-05-01"),
+                                    "--vault", str(vault), "--bundle", str(tmp_path / "bundle.json"),
+                                    "--now", "2026-05-02T00:00:00Z"])
+    assert clustered.exit_code == 0, clustered.stderr
+    arcs = list((vault / "clusters").rglob("*.md"))
+    assert arcs, clustered.stdout
+    surfaces = {"bundle": bundle, "cluster report": clustered.stdout + clustered.stderr}
+    for path in vault.rglob("*"):
+        surfaces[f"name {path.relative_to(vault)}"] = str(path.relative_to(vault))
+        if path.is_file():
+            surfaces[str(path.relative_to(vault))] = path.read_text(encoding="utf-8", errors="replace")
+    for where, text in surfaces.items():
+        for secret in secrets:
+            assert secret not in text, f"{secret!r} reached {where}"

@@ -13,7 +13,7 @@ blocks; Anthropic, OpenAI, GitHub, GitLab, Slack (tokens and webhooks), Discord 
 AWS (access key ids, and the secret next to ``aws_secret_access_key``), Google (API keys,
 OAuth tokens and client secrets), Stripe, Hugging Face, npm, PyPI, DigitalOcean, Shopify,
 SendGrid and Telegram bot tokens; JWTs; bearer / basic ``Authorization`` values; passwords
-in URL userinfo; ``--password x`` style flags; and ``KEY=value`` / ``key: value`` /
+in URL userinfo (the whole ``user:password``, reserved characters such as ``@`` included); ``--password x`` style flags; and ``KEY=value`` / ``key: value`` /
 ``"key": "value"`` assignments whose key names a secret (``password``, ``passwd``,
 ``token``, ``secret``, ``api_key``, ``apiKey``, ``private_key``, ``access_key``,
 ``client_secret``, and upper-case ``*_SECRET``, ``*_TOKEN``, ``*_KEY``, ``*_PASS*``,
@@ -56,7 +56,7 @@ _PLACEHOLDER = re.compile(
 # The name of an assignment whose value is a secret (checked on the whole identifier).
 _SECRET_NAME = re.compile(
     r"secret|token|passw(?:or)?d|passphrase|api[_-]?key|private[_-]?key|access[_-]?key|account[_-]?key"
-    r"|auth[_-]?key|session[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key",
+    r"|auth[_-]?key|session[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|^pwd$|^pass$",
     re.IGNORECASE,
 )
 _SECRET_ENV_NAME = re.compile(
@@ -72,6 +72,21 @@ _NOT_SECRET_NAME = re.compile(
 
 def _is_placeholder(value: str) -> bool:
     return len(value) < 4 or bool(_PLACEHOLDER.match(value))
+
+
+# Names that hold a secret only sometimes (`key`, `auth`, `hmac`, `hmac`): their value is
+# redacted when it looks random (long, letters and digits mixed, many distinct characters).
+_LOOSE_SECRET_NAME = re.compile(r"(?:^|[_.-])(?:key|auth|hmac|creds?|credentials?)$", re.IGNORECASE)
+
+
+def _looks_random(value: str) -> bool:
+    if len(value) < 16 or any(ch.isspace() for ch in value):
+        return False
+    if "\\" in value or value.count("-") > 3:  # escapes, or words-and-versions like a CI cache key
+        return False
+    has_digit = any(ch.isdigit() for ch in value)
+    has_alpha = any(ch.isalpha() for ch in value)
+    return has_digit and has_alpha and len(set(value)) >= min(len(value) // 2, 12)
 
 
 @dataclass(frozen=True)
@@ -142,7 +157,10 @@ def _assignment(match: re.Match[str]) -> str:
     group = next((g for g in _VALUE_GROUPS if match.group(g) is not None), None)
     if group is None:
         return match.group(0)
-    if _NOT_SECRET_NAME.search(name) or not (_SECRET_NAME.search(name) or _SECRET_ENV_NAME.match(name)):
+    loose = _LOOSE_SECRET_NAME.search(name) is not None and _looks_random(match.group(group))
+    if not loose and (
+        _NOT_SECRET_NAME.search(name) or not (_SECRET_NAME.search(name) or _SECRET_ENV_NAME.match(name))
+    ):
         # Not a secret name, but its value may still hold one (`cmd: "mysql --password=x"`).
         begin, end = match.span(group)
         offset = match.start()
@@ -151,6 +169,15 @@ def _assignment(match: re.Match[str]) -> str:
     if group == "as_bare" and string[match.end() : match.end() + 1] == "(":
         return match.group(0)  # `token = readToken()`: code, not a value
     return _swap(match, group)
+
+
+def _userinfo(match: re.Match[str]) -> str:
+    """``user:password`` of a URL: the whole userinfo goes, unless the password is a placeholder."""
+    password = match.group("url_val").split(":", 1)[1]
+    if _is_placeholder(password) or "REDACTED" in password.upper():
+        return match.group(0)
+    begin, end = match.span("url_val")
+    return match.string[match.start() : begin] + REDACTED + match.string[end : match.end()]
 
 
 def _telegram(match: re.Match[str]) -> str:
@@ -172,7 +199,8 @@ _TOKEN_PATTERNS = (
     r"gh[pousr]_[A-Za-z0-9]{30,}",
     r"github_pat_[A-Za-z0-9_]{22,}",
     rf"gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-{_B}{{20,}}",
-    r"xox[abeoprs]-[A-Za-z0-9-]{10,}",
+    # Slack, every token family: xox<letter>- (bot, user, app, config, refresh: xoxe.xoxp-), xapp- (app-level).
+    r"x(?:ox[a-z]|app)(?:\.xox[a-z])?-[A-Za-z0-9-]{10,}",
     r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{10,}",
     rf"https://discord(?:app)?\.com/api/webhooks/[0-9]+/{_B}{{20,}}",
     # An access key id, with the secret that follows it in a credentials CSV or `aws configure` output.
@@ -189,6 +217,34 @@ _TOKEN_PATTERNS = (
     r"npm_[A-Za-z0-9]{36}",
     r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}",
     r"do[opr]_v1_[a-f0-9]{64}",
+    # More providers whose keys carry a fixed prefix (gitleaks classes): Groq, xAI, Replicate, Perplexity,
+    # Linear, Notion, Atlassian, Databricks, HashiCorp Vault / Terraform Cloud, Doppler, Pulumi, Postman,
+    # Sentry, Grafana, New Relic, Docker Hub, Supabase, Figma, Tailscale, 1Password, Mailgun, Square, age.
+    r"gsk_[A-Za-z0-9]{20,}",
+    r"xai-[A-Za-z0-9]{20,}",
+    r"r8_[A-Za-z0-9]{20,}",
+    r"pplx-[A-Za-z0-9]{20,}",
+    r"lin_(?:api|oauth)_[A-Za-z0-9]{20,}",
+    r"secret_[A-Za-z0-9]{40,}",
+    r"ntn_[A-Za-z0-9]{40,}",
+    r"ATATT[A-Za-z0-9_=-]{20,}",
+    r"dapi[a-f0-9]{32}(?:-[0-9])?",
+    r"hv[sbr]\.[A-Za-z0-9_-]{20,}",
+    r"atlasv1\.[A-Za-z0-9_=-]{40,}",  # Terraform Cloud: <14-char id>.atlasv1.<secret>
+    r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{30,}",
+    r"pul-[a-f0-9]{40}",
+    r"PMAK-[A-Za-z0-9]{20,}-[A-Za-z0-9]{20,}",
+    r"sntry[su]_[A-Za-z0-9+/=_-]{30,}",
+    r"gl(?:sa|c)_[A-Za-z0-9+/=_-]{30,}",
+    r"NRAK-[A-Z0-9]{20,}",
+    r"dckr_pat_[A-Za-z0-9_-]{20,}",
+    r"sbp_[a-f0-9]{40}",
+    r"figd_[A-Za-z0-9_-]{30,}",
+    r"tskey-[a-z]+-[A-Za-z0-9_-]{16,}",
+    r"ops_[A-Za-z0-9_-]{40,}",
+    r"key-[a-f0-9]{32}(?![a-f0-9])",
+    r"sq0(?:atp|csp)-[A-Za-z0-9_-]{20,}",
+    r"AGE-SECRET-KEY-1[0-9A-Z]{50,}",
     r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
     r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
     # JWT: header.payload.signature; the header is always base64url of '{"'.
@@ -200,8 +256,8 @@ _PEM = (
 )
 _AWS_TAIL = r"(?P<aws_sep>[\"']?\s{0,5}[:=]?\s{0,5}[\"']?)(?P<aws_val>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
 _AUTH_TAIL = (
-    r"[\"']?\s{0,5}[:=]\s{0,5}[\"']?(?:(?i:bearer|basic|token|bot|digest)\s{1,5})?"
-    r"(?P<auth_val>[A-Za-z0-9_\-.~+/=:]{8,})"
+    r"[\"']?\s{0,5}[:=]\s{0,5}[\"']?(?:[A-Za-z][A-Za-z0-9_-]{1,30}\s{1,5}(?=[A-Za-z0-9_\-.~+/=:%\[\]]{8}))?"
+    r"(?P<auth_val>[A-Za-z0-9_\-.~+/=:%\[\]]{8,})"
 )
 _BEARER_TAIL = r"\s{1,5}(?P<bearer_val>[A-Za-z0-9_\-.~+/=]{16,})"
 _ASSIGN_TAIL = (
@@ -209,14 +265,17 @@ _ASSIGN_TAIL = (
     r"(?:\"(?P<as_dq>[^\"\n\\]{1,400})\"|'(?P<as_sq>[^'\n]{1,400})'|(?P<as_bare>[^\s'\"`,;<>(){}\[\]]{1,400}+)(?![ \t]{0,5}(?:=|:\s)))"
 )
 # Anchors of secret-ish names; the rest of the name is read back from the text.
-_ASSIGN_ANCHORS = ("ecret", "ECRET", "oken", "OKEN", "assw", "assphrase", "PASS", "ey", "EY", "PWD", "PAT", "REDENTIAL")
+_ASSIGN_ANCHORS = ("ecret", "ECRET", "oken", "OKEN", "assw", "assphrase", "PASS", "ey", "EY", "PWD", "PAT", "REDENTIAL",
+                   # the rarer names share one pass (an alternation of literals) to keep redaction fast
+                   "(?:auth|Auth|AUTH|pass|Pass|pwd|Pwd|redential|hmac|HMAC|reds|REDS)")
 # Token counters (`input_tokens: 12`, `tokenizer:`, `token_count=`) are the common case; skip them in the engine.
 _ANCHOR_GUARD = {
     "oken": r"(?!s(?![A-Za-z])|s_|izer|_?(?:count|type|Count|Type|usage|Usage|limit|Limit)(?![A-Za-z]))",
     "OKEN": r"(?!S(?![A-Za-z])|S_|_?(?:COUNT|TYPE|USAGE|LIMIT)(?![A-Za-z]))",
 }
 _ASSIGN_PASSES = tuple(
-    _Pass("assign", re.compile(re.escape(anchor) + _ANCHOR_GUARD.get(anchor, "") + _ASSIGN_TAIL), _assignment)
+    _Pass("assign", re.compile((anchor if anchor.startswith("(") else re.escape(anchor)) + _ANCHOR_GUARD.get(anchor, "")
+                               + _ASSIGN_TAIL), _assignment)
     for anchor in _ASSIGN_ANCHORS
 )
 
@@ -236,9 +295,14 @@ _PASSES: tuple[_Pass, ...] = (
     _Pass("aws", re.compile(r"ECRET(?:_ACCESS_KEY|_KEY)" + _AWS_TAIL), _value("aws_val")),
     _Pass("auth", re.compile(r"uthorization" + _AUTH_TAIL), _value("auth_val", lead="Aa")),
     _Pass("auth", re.compile(r"UTHORIZATION" + _AUTH_TAIL), _value("auth_val", lead="A")),
+    _Pass("cookie", re.compile(r"ookie[\"']?\s{0,5}:\s{0,5}[\"']?(?P<ck_val>[^\s\"'][^\r\n\"']{7,})"),
+          _value("ck_val", lead="Cc")),
     _Pass("bearer", re.compile(r"earer" + _BEARER_TAIL), _value("bearer_val", lead="Bb")),
     _Pass("bearer", re.compile(r"EARER" + _BEARER_TAIL), _value("bearer_val", lead="B")),
-    _Pass("url", re.compile(r"://[^\s/:@'\"<>]{0,100}:(?P<url_val>[^\s/@'\"<>]{1,200})(?=@)"), _value("url_val")),
+    # URL userinfo: everything up to the last "@" before the host, so a password holding "@", ":", "#", "?"
+    # or other reserved characters goes whole (user name included: it is often a token too).
+    _Pass("url", re.compile(r"://(?P<url_val>[^\s/:@'\"<>]{0,100}:[^\s/'\"<>]{1,200})@(?=[^\s/@'\"<>]+)"),
+          _userinfo),
     _Pass(
         "flag",
         re.compile(
