@@ -257,3 +257,13 @@ def test_work_keys_survive_the_parse_cache(vault: Path) -> None:
     assert "`lib/cached.py`" in alpha and "`make test`" in alpha and "`lib/later.py`" in alpha
     note = Note.from_json(note_of("a.md", "---\ncluster_id: x1\nfiles: [a.py]\ncwd: /w\n---\n").to_json())
     assert note.arc is not None and note.arc.files == ("a.py",) and note.arc.cwd == "/w"
+
+
+def test_recent_work_across_projects_for_sessions_outside_them(vault: Path) -> None:
+    build_project_vault(vault)
+    run_tick_json(vault)
+    recent = (vault / "brain-feed/recent-work.md").read_text()
+    rows = [line for line in recent.splitlines() if line.startswith("- 2026")]
+    assert [row.split(" · ")[1] for row in rows] == ["alpha", "beta", "alpha"]  # newest first, named
+    assert "Reply with HELLO" not in recent  # a scripted run is not work
+    assert "`lib/importer.py`" in rows[0] and "- Commands lately: `uv run pytest`" in recent

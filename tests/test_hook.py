@@ -335,6 +335,11 @@ def test_find_project_rules() -> None:
     assert hook.find_project(index, "/elsewhere/api/src") == "api"  # the deepest component wins
     assert hook.find_project(index, "/home/src") is None  # generic components never match
     assert hook.find_project(index, None) is None
+    named = hook.ProjectIndex({"spotter": "a.md", "spotter-dov": "b.md", "go": "c.md"}, {}, None, None)
+    assert hook.find_project(named, "/home/u/projects/spotter-worktrees/spotter-dov") == "spotter-dov"
+    assert hook.find_project(named, "/home/u/projects/spotter-worktrees/spotter-xyz") == "spotter"  # <repo>-<branch>
+    assert hook.find_project(named, "/home/u/spotterific") is None
+    assert hook.find_project(named, "/home/u/go-tools") is None  # names under 3 letters never prefix-match
 
 
 def test_an_explicit_cwd_flag_beats_the_hook_input(projects: Path) -> None:

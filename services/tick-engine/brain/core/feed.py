@@ -2,7 +2,7 @@
 
 :func:`build_feed` is the registry: every file the tick writes to ``brain-feed/`` comes from
 it. The global files (``hot-arcs.md``, ``inject.md``, ``signals.md``, ``last-tick-diff.md``,
-``intent.md``) are what a session outside any known project reads; ``projects/<slug>.md``
+``intent.md``, ``recent-work.md``) are what a session outside any known project reads; ``projects/<slug>.md``
 (see :mod:`brain.core.project_feed`) replace them for a session started in a known project.
 A file with nothing to say has an empty body (no filler line); the hook skips it.
 
@@ -12,12 +12,13 @@ until it fits (each step from the least important item up):
 
 1. ``last-tick-diff.md`` detail lines (newest kept);
 2. ``intent.md`` text beyond its first line;
-3. ``inject.md`` blocks, oldest first;
-4. ``info`` then ``warning`` signals in ``signals.md``;
-5. ``hot-arcs.md`` rows below the top 3;
-6. critical and nuclear signals are shortened to one line each (text cut to
+3. ``recent-work.md`` lines (the latest real work across projects), oldest first;
+4. ``inject.md`` blocks, oldest first;
+5. ``info`` then ``warning`` signals in ``signals.md``;
+6. ``hot-arcs.md`` rows below the top 3;
+7. critical and nuclear signals are shortened to one line each (text cut to
    :data:`SHORT_SIGNAL_CHARS`), least important first;
-7. ``critical`` signals, least recent first.
+8. ``critical`` signals, least recent first.
 
 Nuclear signals, the top 3 hot arcs and every file's header are never cut. Each file that
 lost items says how many (``3 more critical signals in the vault``), so an agent knows the
@@ -52,7 +53,14 @@ from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.markers import Marker
 from brain.core.model import Note, Problem
-from brain.core.project_feed import Routed, is_scripted, project_files
+from brain.core.project_feed import (
+    Routed,
+    is_scripted,
+    latest_real_arcs,
+    project_arcs,
+    project_files,
+    recent_work_file,
+)
 from brain.core.redaction import redact
 from brain.core.timeutil import parse_instant
 from brain.core.vocab import ALARM_SEVERITIES, NO_INJECT_STATUSES, SEVERITY_RANK
@@ -344,7 +352,10 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     signal_file, routed_signals = signals(signal_list, s, date)
     live = live_injects(inputs.notes, inputs.decisions, now, s, problems)
     inject_file, routed_injects = inject(live, s, date)
-    files = [hot_arcs(arc_views(inputs.decisions), s, date), inject_file, signal_file]
+    by_project = project_arcs(inputs.decisions)
+    latest = latest_real_arcs(by_project)
+    files = [hot_arcs(arc_views(inputs.decisions), s, date), inject_file, signal_file,
+             recent_work_file(latest, s, date)]
     if inputs.diff_lines:
         files.append(last_tick_diff(list(inputs.diff_lines), s, date, inputs.tick_id or now.isoformat()))
     if inputs.intent_text is not None:
@@ -357,6 +368,6 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     produced = {f.name for f in files}
     fixed = sum(n for name, n in inputs.folder_tokens.items() if name not in produced)
     fit_budget(files, fixed, s.feed_token_budget)
-    files.extend(project_files(inputs.decisions, routed_signals, routed_injects, now, s, date))
+    files.extend(project_files(by_project, routed_signals, routed_injects, now, s, date))
     return BuiltFeed(files, signals_active=len(signal_list), inject_blocks=len(live), fixed_tokens=fixed,
                      problems=problems)

@@ -52,18 +52,19 @@ PRIORITY = 50
 SCRIPTED_MAX_TURNS = 1
 SCRIPTED_MAX_DURATION = timedelta(minutes=1)
 #: Arcs listed under "recent work", and arcs whose work lists are aggregated.
-RECENT_ARCS = 8
+RECENT_ARCS = 5
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
 MAX_FILES, FILES_PER_LINE = 36, 12
 MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS = 14, 20, 6
-MAX_TODOS, MAX_LESSONS = 8, 10
+MAX_TODOS, MAX_LESSONS, MAX_DECISIONS, LESSON_ARCS = 8, 3, 2, 3
 ARC_FILES, IN_PLAY_FILES = 5, 8
 #: Scratch files an agent wrote outside the repository: never worth a line.
 SCRATCH_PREFIXES = ("/tmp/", "/var/tmp/", "/private/tmp/", "/private/var/folders/")
 UNKNOWN_PROJECTS = frozenset({"", "unknown"})
 
 # Cut order inside a project file (lowest first); handoff and the top arcs are never cut.
+RANK_RECENT = 25  # recent-work.md rows, in the global cut order
 RANK_ERRORS_SEEN, RANK_IDENTIFIERS, RANK_MORE_FILES, RANK_LESSON = 31, 33, 35, 45
 RANK_ARC, RANK_COMMANDS, RANK_FILES, RANK_HANDOFF = 55, 57, 58, RANK_HOT + 5
 
@@ -75,6 +76,8 @@ HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
     "Used here recently",
     "Injected context",
 )
+#: The global ``recent-work.md`` (sessions outside every known project): its rows.
+RECENT_WORK, RECENT_WORK_ARCS = "recent-work.md", 8
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
     what = _text(arc.summary or arc.title, 120)
     where = f" on branch `{_text(arc.branch, 60)}`" if arc.branch else ""
     line = f"- Last session ({when}{where}): {what}"
-    if arc.last_prompt:
+    if arc.last_prompt and not _same_words(arc.last_prompt, what):
         line += f" — stopped at: \"{_text(arc.last_prompt, 200)}\""
     items = [FeedItem(line, NEVER, section=HANDOFF)]
     todos = sorted(
@@ -196,6 +199,12 @@ def error_text(error: str) -> str:
     return f"`{_text(flat, 100)}`"
 
 
+def _same_words(a: str, b: str) -> bool:
+    """``b`` says what ``a`` says (a one-prompt session's title is its last prompt)."""
+    words_a, words_b = re.findall(r"\w+", a.lower()), re.findall(r"\w+", b.lower())
+    return bool(words_b) and words_a[: len(words_b)] == words_b
+
+
 def _priority(value: str | None) -> int:
     try:
         return int(value or "9")
@@ -203,42 +212,64 @@ def _priority(value: str | None) -> int:
         return 9
 
 
+def arc_line(pa: ProjectArc, *, with_project: bool) -> str:
+    """``- 2026-11-20 · [project ·] title — summary; files: a, b`` for one arc."""
+    arc = pa.arc
+    what = _text(arc.title, 100)
+    if arc.summary:
+        what += f" — {_text(arc.summary, 160)}"
+    project = f"{_text(arc.project or '', 60)} · " if with_project else ""
+    main_files = files_in_play(arc)[:ARC_FILES]
+    files = f"; files: {code_list(_text(f, 80) for f in main_files)}" if main_files else ""
+    scripted = " (scripted run)" if pa.scripted else ""
+    return f"- {pa.last_active.date().isoformat()} · {project}{what}{scripted}{files}"
+
+
 def recent_work(arcs: list[ProjectArc]) -> list[FeedItem]:
-    items = []
-    for index, pa in enumerate(arcs[1 : RECENT_ARCS + 1]):
-        arc = pa.arc
-        day = pa.last_active.date().isoformat()
-        what = _text(arc.title, 100)
-        if arc.summary:
-            what += f" — {_text(arc.summary, 160)}"
-        main_files = files_in_play(arc)[:ARC_FILES]
-        files = f"; files: {code_list(_text(f, 80) for f in main_files)}" if main_files else ""
-        scripted = " (scripted run)" if pa.scripted else ""
-        rank = NEVER if index < KEEP_TOP_ARCS - 1 else RANK_ARC
-        items.append(FeedItem(f"- {day} · {what}{scripted}{files}", rank, section=RECENT))
-    return items
+    return [
+        FeedItem(arc_line(pa, with_project=False), NEVER if index < KEEP_TOP_ARCS - 1 else RANK_ARC, section=RECENT)
+        for index, pa in enumerate(arcs[1 : RECENT_ARCS + 1])
+    ]
+
+
+def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[ProjectArc]:
+    """Every project's real work (no scripted runs), newest first."""
+    every = [pa for arcs in by_project.values() for pa in arcs if not pa.scripted]
+    every.sort(key=lambda a: (-a.last_active.timestamp(), a.arc.cluster_id))
+    return every
+
+
+def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> FeedFile:
+    """``recent-work.md``: the latest real work across projects, for a session outside every
+    known project (the global feed)."""
+    feed = FeedFile(RECENT_WORK, "Recent Work", 6, "info", date, s.feed_ttl_seconds,
+                    "# Recent work across projects\n")
+    shown = list(latest[:RECENT_WORK_ARCS])
+    feed.items = [FeedItem(arc_line(pa, with_project=True), RANK_RECENT) for pa in shown]
+    commands = ranked((pa.arc.commands for pa in shown), MAX_COMMANDS)
+    if commands:
+        feed.items.append(FeedItem(f"- Commands lately: {code_list(_text(c, 80) for c in commands)}", RANK_RECENT))
+    return feed
 
 
 def lessons(arcs: list[ProjectArc]) -> list[FeedItem]:
-    items: list[FeedItem] = []
-    seen: set[str] = set()
-    for pa in arcs:
+    """Lessons, then decisions, of the most recent arcs: a few that still apply, not the archive."""
+    found: dict[str, list[str]] = {"lesson": [], "decision": []}
+    for pa in arcs[:LESSON_ARCS]:
         for marker in pa.decision.note.markers:
-            if marker.type not in ("lesson", "decision") or not marker.text:
+            if marker.type not in found or not marker.text:
                 continue
             text = _text(marker.text, 240)
-            if text in seen:
-                continue
-            seen.add(text)
             if marker.type == "decision":
                 date = marker.attr("date")
-                label = f"Decision ({_text(date, 10)})" if date else "Decision"
+                line = f"- Decision ({_text(date, 10)}): {text}" if date else f"- Decision: {text}"
             else:
-                label = "Lesson"
-            items.append(FeedItem(f"- {label}: {text}", RANK_LESSON, section=LESSONS))
-            if len(items) == MAX_LESSONS:
-                return items
-    return items
+                line = f"- Lesson: {text}"
+            if line not in found[marker.type]:
+                found[marker.type].append(line)
+    chosen = found["lesson"][:MAX_LESSONS]
+    chosen += found["decision"][:MAX_DECISIONS]
+    return [FeedItem(line, RANK_LESSON, section=LESSONS) for line in chosen]
 
 
 def used_here(arcs: list[ProjectArc]) -> list[FeedItem]:
@@ -322,10 +353,9 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
     return FeedFile(INDEX, "Project index", 0, "info", date, s.feed_ttl_seconds, "", raw=text, budgeted=False)
 
 
-def project_files(decisions: Mapping[str, ArcDecision], signals: Sequence[Routed], injects: Sequence[Routed],
-                  now: datetime, s: Settings, date: str) -> list[FeedFile]:
+def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[Routed],
+                  injects: Sequence[Routed], now: datetime, s: Settings, date: str) -> list[FeedFile]:
     """Every project's feed file, then the index (always written, so the hook knows the feed's age)."""
-    by_project = project_arcs(decisions)
     names = file_names(by_project)
     files = [
         project_file(project, names[project], by_project[project], signals, injects, s, date)

@@ -198,7 +198,8 @@ def normal_path(path: str) -> str:
 def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
     """The project a session in ``cwd`` belongs to: the recorded cwd itself, else the deepest
     recorded root it lies under (a sub-folder, a worktree inside the repository), else a path
-    component named like a project (the same repository checked out elsewhere)."""
+    component named like a project (the same repository checked out elsewhere), else a path
+    component that starts with a project's name and a separator (``<repo>-<branch>``)."""
     if not cwd or not index.files:
         return None
     path = normal_path(cwd)
@@ -212,12 +213,18 @@ def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
     if best is not None:
         return best[1]
     by_name = {name.lower(): name for name in index.files}
-    for component in reversed(path.split("/")):
-        if component.lower() in GENERIC_COMPONENTS:
-            continue
-        found = by_name.get(component.lower())
+    components = [c.lower() for c in reversed(path.split("/")) if c.lower() not in GENERIC_COMPONENTS]
+    for component in components:
+        found = by_name.get(component)
         if found is not None:
             return found
+    # A worktree or a second checkout named after its repository: ``spotter-dov``,
+    # ``spotter-worktrees/…`` belong to ``spotter`` (the longest such project name wins).
+    for component in components:
+        prefixed = [name for name in by_name if len(name) >= 3 and component.startswith(name)
+                    and component[len(name)] in "-_."]
+        if prefixed:
+            return by_name[max(prefixed, key=len)]
     return None
 
 
