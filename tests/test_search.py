@@ -300,3 +300,15 @@ def test_a_busy_index_is_reported_not_rebuilt(small: Path, monkeypatch: pytest.M
         holder.execute("ROLLBACK")
         holder.close()
     assert index.search(small, "webhook jitter")  # the index it kept still answers
+
+
+def test_damage_found_only_by_a_query_rebuilds_through_brain_search(small: Path) -> None:
+    build(small)
+    with sqlite3.connect(index.db_path(small)) as conn:
+        conn.execute("DROP TABLE fts_data")  # the schema check passes; the first query fails
+    assert index.exists(small)
+    with pytest.raises(index.SearchIndexError):
+        index.search(small, "webhook")
+    result = CliRunner().invoke(app, ["search", "webhook jitter", "--vault", str(small)])
+    assert result.exit_code == 0, result.output
+    assert "  lesson  gateway  " in result.stdout

@@ -409,9 +409,14 @@ def search(
         raise ValueError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     limit = max(1, min(int(limit), 200))
     with _open(vault) as conn:
-        hits = _query(conn, query, project, kind, limit, any_term, drop_stopwords)
-        if not hits and not any_term:
-            hits = _query(conn, query, project, kind, limit, True, drop_stopwords)
+        try:
+            hits = _query(conn, query, project, kind, limit, any_term, drop_stopwords)
+            if not hits and not any_term:
+                hits = _query(conn, query, project, kind, limit, True, drop_stopwords)
+        except sqlite3.DatabaseError as exc:
+            if _busy(exc):
+                raise
+            raise SearchIndexError(f"damaged index {db_path(vault)}: {exc}") from None
         return hits
 
 
