@@ -22,9 +22,7 @@ def mcp(
 ) -> None:
     """Serve the vault to agents over stdio (Model Context Protocol).
 
-    Tools: search, get_arc, feed, status; with writes enabled also remember and raise_signal,
-    which leave notes in V/raw/inbox/ for the next tick. Stdout carries the protocol only.
-    Wiring for Claude Code and Codex: docs/agents-wiring.md.
+    Tools: search, get_arc, feed, status; with writes enabled also remember and raise_signal, which leave notes in V/raw/inbox/ for the next tick. Stdout carries the protocol only. Wiring for Claude Code and Codex: docs/agents-wiring.md.
 
     Example: claude mcp add brain -- brain mcp --vault ~/vault
     """

@@ -28,9 +28,7 @@ def search(
 ) -> None:
     """Search arcs and their lessons, decisions, signals, todos and injects (BM25; heat and recency break ties).
 
-    Each hit: [[cluster_id]]  path:line  kind  project  snippet. A merged or split arc points to
-    its successors. The index lives in V/.brain/search.sqlite; it is built on first use and kept
-    current by the tick.
+    Each hit is one line: the arc as an Obsidian link to its cluster_id, path:line, kind, project and a snippet. A merged or split arc points to its successors. The index lives in V/.brain/search.sqlite; it is built on first use and kept current by the tick.
 
     Example: brain search "webhook retries" --vault ~/vault --kind lesson
     """
