@@ -66,3 +66,53 @@ def test_date_fallback_chain() -> None:
     from_mtime = _note(arc_text("nodate", created=None, last_active=None), path="clusters/plain.md",
                        mtime=1_700_000_000)
     assert last_active_of(from_mtime) == datetime.fromtimestamp(1_700_000_000, tz=UTC)
+
+
+# --- heat counts work, not noise (issue 11 item 4) -----------------------------------------------
+
+def _run_note(**kw: object) -> object:
+    text = arc_text("2026-11-21-run-0123456789ab", **kw).encode()  # type: ignore[arg-type]
+    return parse_note("clusters/2026-11-21/x.md", text, size=len(text), mtime_ns=0, sha1="x")
+
+
+def _heat(**kw: object) -> int:
+    from brain.core.heat import inputs_of
+
+    return compute(inputs_of(_run_note(**kw)), NOW, DEFAULTS)  # type: ignore[arg-type]
+
+
+def test_a_scripted_one_turn_run_gets_no_recency_or_session_heat() -> None:
+    work = dict(sessions=["a", "b", "c"], status="complete", created="2026-11-21T10:00:00Z",
+                last_active="2026-11-21T11:00:00Z")
+    assert _heat(**work) == 3 + 3  # recency + sessions
+    scripted = dict(work, extra={"activity": {"sessions": 3, "user_turns": 1, "tool_calls": 10}})
+    assert _heat(**scripted) == 0
+
+
+def test_a_sub_minute_session_gets_no_recency_or_session_heat_but_keeps_the_rest() -> None:
+    quick = dict(sessions=["a"], status="active", created="2026-11-21T11:00:00Z", last_active="2026-11-21T11:00:40Z",
+                 tool_calls=60)
+    assert _heat(**quick) == 2 + 1  # active + tools; no recency, no sessions
+    minute = dict(quick, last_active="2026-11-21T11:01:00Z")
+    assert _heat(**minute) == 3 + 1 + 2 + 1
+
+
+def test_arcs_without_turn_counts_are_not_noise() -> None:
+    """Old agentibrain arcs (a ``signals:`` mapping, no ``activity``) carry no turn count: not noise."""
+    assert _heat(sessions=["a"], status="complete", legacy=True, created="2026-11-21T09:00:00Z",
+                 last_active="2026-11-21T11:00:00Z") == 3 + 1
+
+
+def test_next_change_is_the_first_instant_heat_differs() -> None:
+    from brain.core.heat import next_change
+
+    fresh = inputs(timedelta(hours=1), sessions=1)
+    at = next_change(fresh, NOW, DEFAULTS)
+    assert at == NOW - timedelta(hours=1) + timedelta(hours=24, microseconds=1)
+    assert compute(fresh, at - timedelta(microseconds=1), DEFAULTS) == compute(fresh, NOW, DEFAULTS) != compute(
+        fresh, at, DEFAULTS)
+    cold = inputs(timedelta(days=400))  # heat 0 for good, graduated long ago: nothing ever changes
+    assert next_change(cold, NOW, DEFAULTS) is None
+    # decay on whole idle days: 15 days idle with grace 7 / every 4 -> next step at 19 days
+    decaying = inputs(timedelta(days=15), sessions=3, status="active")
+    assert next_change(decaying, NOW, DEFAULTS) == NOW - timedelta(days=15) + timedelta(days=19)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -343,3 +344,114 @@ def test_a_same_size_same_mtime_edit_right_after_a_tick_is_still_seen(vault: Pat
     (vault / ".brain/tick-state.json").unlink()  # take the full path, to exercise the parse cache
     run_tick_json(vault)
     assert "`bbbb`" in (vault / "brain-feed/signals.md").read_text()
+
+
+# --- issue 12: confinement of the tick's own folders, dates out of range, operator folders ----------
+
+def test_a_brain_feed_folder_linking_out_of_the_vault_is_refused_not_followed(vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "signals.md").write_text("someone else's file\n")
+    (outside / "health.jsonl").write_text('{"row": 1}\n')
+    before = tree_digest(outside)
+    (vault / "brain-feed").rmdir()
+    (vault / "brain-feed").symlink_to(outside)
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-hot-0123456789ab", sessions=["a", "b", "c"],
+              tool_calls=2000, last_active="2026-11-21T11:00:00Z",
+              body="<!-- @signal severity=critical source=x -->\nfire\n<!-- @/signal -->\n")
+    code, report = run_tick_json(vault)
+    assert tree_digest(outside) == before  # not a byte written through the link, health.jsonl included
+    refused = [p for p in report["problems"] if p["path"].startswith("brain-feed/")]
+    assert any("refused" in p["message"] for p in refused), report["problems"]
+    assert any("health.jsonl" in p["path"] for p in report["problems"])
+    assert report["changes"]["moved"]  # the arcs themselves are still kept
+    assert code == 0
+
+
+def test_a_state_folder_linking_out_of_the_vault_is_refused(vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "state-elsewhere"
+    outside.mkdir()
+    shutil.rmtree(vault / ".brain")
+    (vault / ".brain").symlink_to(outside)
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-hot-0123456789ab", sessions=["a", "b", "c"],
+              tool_calls=2000, last_active="2026-11-21T11:00:00Z")
+    before = tree_digest(vault)
+    code, _ = run_tick_json(vault)
+    assert code != 0
+    assert not any(outside.iterdir())  # no lock, journal or cache outside the vault
+    assert tree_digest(vault) == before
+
+
+def test_a_dated_cluster_folder_linking_out_of_the_vault_is_never_written(vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "dated-elsewhere"
+    outside.mkdir()
+    (outside / "_dashboard.md").write_text("not the brain's\n")
+    before = tree_digest(outside)
+    (vault / "clusters" / "2026-11-21").symlink_to(outside)
+    # an arc of that date living elsewhere makes the keeper want clusters/2026-11-21/_dashboard.md
+    write_arc(vault, "left/projects", "2026-11-21-filed-0123456789ab", sessions=["a"], status="graduated",
+              created="2026-11-21T01:00:00Z", last_active="2026-11-21T02:00:00Z")
+    code, report = run_tick_json(vault)
+    assert tree_digest(outside) == before
+    assert any(p["path"] == "clusters/2026-11-21/_dashboard.md" and "refused" in p["message"]
+               for p in report["problems"]), report["problems"]
+    assert code == 0
+
+
+def test_a_date_in_year_9999_is_reported_never_an_overflow(vault: Path) -> None:
+    path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-far-0123456789ab", sessions=["a", "b"],
+                     created="2026-11-21T01:00:00Z", last_active="9999-12-31T23:59:59Z")
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-near-0123456789ab", sessions=["a"],
+              created="9999-12-31T00:00:00Z", last_active="2026-11-21T10:00:00Z")
+    code, report = run_tick_json(vault)
+    assert code == 0, report["problems"]
+    far = [p for p in report["problems"] if p["path"].endswith("2026-11-21-far-0123456789ab.md")]
+    assert far and "last_active '9999-12-31T23:59:59Z' is outside the years" in far[0]["message"]
+    assert any("created '9999-12-31T00:00:00Z'" in p["message"] for p in report["problems"])
+    # the far arc falls back to its created date: 11 h old, recent heat, not "just now forever"
+    moved = next(vault.rglob(path.name))
+    assert frontmatter.load(frontmatter.split(moved.read_text()).frontmatter or "")["heat"] == 7
+    code, again = run_tick_json(vault, now="2026-11-23T12:00:00Z")
+    assert code == 0 and again["stats"]["arcs"] == 2
+
+
+def test_a_cluster_id_note_outside_the_compartments_is_the_operators(vault: Path) -> None:
+    """Issue 12 item 11 (SPEC §3): markers count, never edited, moved or listed as an arc."""
+    template = vault / "templates" / "arc-template.md"
+    template.parent.mkdir()
+    template.write_text(arc_text("2026-11-21-template-0123456789ab", heat=0, sessions=["a", "b", "c"],
+                                 tool_calls=2000, last_active="2026-11-21T11:00:00Z",
+                                 body="<!-- @lesson -->\nTemplates teach.\n<!-- @/lesson -->\n"))
+    original = template.read_bytes()
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-template-0123456789ab", sessions=["x"],
+              last_active="2026-11-21T11:00:00Z")  # the same id in a compartment: not a duplicate
+    for now in ("2026-11-21T12:00:00Z", "2026-11-25T12:00:00Z"):
+        code, report = run_tick_json(vault, now=now)
+        assert code == 0, report["problems"]
+        assert template.read_bytes() == original
+        assert report["stats"]["arcs"] == 1 and report["stats"]["lessons"] == 1
+        assert not any("templates/" in p for p in report["changes"]["written"])
+
+
+def test_the_scan_delta_names_changed_and_removed_notes(vault: Path) -> None:
+    """What a post-scan step (the search index) refreshes: notes new or edited since the last scan, and gone."""
+    from brain.core.timeutil import require_instant
+    from brain.pipeline.tick import run_tick
+    from brain.settings import Settings
+
+    keep = write_arc(vault, "clusters/2026-11-01", "2026-11-01-keep-0123456789ab", sessions=["a"],
+                     status="complete", created="2026-11-01T00:00:00Z", last_active="2026-11-01T00:00:00Z")
+    gone = write_arc(vault, "clusters/2026-11-01", "2026-11-01-gone-0123456789ab", sessions=["b"],
+                     status="complete", created="2026-11-01T00:00:00Z", last_active="2026-11-01T00:00:00Z")
+    s = Settings(vault=vault)
+    now = require_instant("2026-11-02T00:00:00Z")
+    first = run_tick(s, now, no_ai=True, dry_run=False)
+    assert {keep.relative_to(vault).as_posix(), gone.relative_to(vault).as_posix()} <= set(first.delta.changed)
+    gone.unlink()
+    note = vault / "daily" / "today.md"
+    note.parent.mkdir()
+    note.write_text("# today\n")
+    (vault / ".brain" / "tick-state.json").unlink()
+    second = run_tick(s, now, no_ai=True, dry_run=False)
+    assert second.delta.changed == ("daily/today.md",)
+    assert second.delta.removed == (gone.relative_to(vault).as_posix(),)
