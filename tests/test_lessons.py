@@ -167,6 +167,24 @@ def test_error_signatures() -> None:
     assert error_signature("zsh: command not found: mix") == "zsh: command not found: mix"
     traceback = 'Traceback:\n  File "b.py", line 3\n    raise ValueError(message)\nValueError: no files to ship'
     assert error_signature(traceback) == "ValueError: no files to ship"  # the raised line, not the raise
+    assert error_signature("==== test session starts ====\nplatform linux\nt.py::test_a FAILED [ 50%]\n"
+                           "t.py:60: AssertionError") == "t.py:60: AssertionError"
+    assert error_signature("SIM115 Use a context manager for opening files\n --> a.py:3:5\nFound 1 error.") == \
+        "SIM115 Use a context manager for opening files"
+
+
+def test_operator_feedback_on_a_stopped_command_is_a_decision() -> None:
+    from brain.core.worklog import WorkLog
+
+    work = WorkLog("abcdef12")
+    work.shell("c1", 10, "git push origin main")
+    work.result("c1", 11, True, "Wait a sec, we need to copy public/favicons/token.svg to the other repo too")
+    work.shell("c2", 20, "uv run pytest")
+    work.result("c2", 21, True, "The user doesn't want to proceed with this tool use. STOP what you are doing")
+    [decision] = work.lessons()
+    assert decision.kind == "decision" and decision.source == "abcdef12:11"
+    assert decision.text.startswith("Wait a sec, we need to copy")
+    assert work.failures() == ()  # neither is a failure of the work
     assert error_signature("The user doesn't want to proceed with this tool use.") == ""
     assert error_signature("Chunk ID: 1\nWall time: 2\nProcess exited with code 1\nOutput:\nrg: x: No such file") == \
         "rg: x: No such file"

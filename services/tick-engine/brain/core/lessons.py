@@ -10,8 +10,9 @@ No model is asked; three patterns are recognised, each with its provenance
 - **operator correction** (``decision``): a human prompt that corrects the agent: it opens
   with "no", "nope", "wrong", "stop", "wait,", "don't", "do not", "never", "always",
   "actually", "I don't think", "you/we should(n't)", or says "use X instead" / "which is less
-  work"; or a tool call the operator rejected with a reason. The decision is the opening (up to
-  two sentences) of what the operator wrote.
+  work"; or a tool call the operator rejected with a reason, or stopped with a line of their
+  own ("wait, copy the favicon too first"). The decision is the opening (up to two sentences)
+  of what the operator wrote.
 - **reverted change** (``lesson``): an edit that exactly undoes an earlier edit of the same
   file, or a ``git checkout -- …`` / ``git restore …`` / ``git revert`` / ``git reset --hard``.
 
@@ -150,6 +151,10 @@ class LessonMiner:
             self._day = day
         if is_correction(text):
             self._add("decision", _opening(text), line, day)
+
+    def feedback(self, line: int, text: str) -> None:
+        """What the operator answered when they stopped a command: a decision, word for word."""
+        self._add("decision", _opening(text), line)
 
     def rejection(self, line: int, output: str) -> None:
         """A tool call the operator rejected with a reason: the reason is a decision."""

@@ -87,10 +87,33 @@ _HARNESS_ERRORS = (
     "Request interrupted",
     "Permission to use",
     "requested permissions",
+    "requires approval",
+    "was blocked. For security",
+    "contains multiple operations",
 )
+#: A short line of prose in a failed command's result: the operator's answer to a rejected call
+#: (newer Claude Code writes the operator's words as the result), not the command's output.
+_NOT_PROSE = re.compile(r"\b(?:error|errors|fail\w*|fatal|denied|not found|no such|exception|traceback|warn\w*"
+                        r"|cannot|can't|invalid|exit code|usage)\b|^[\w./()~-]+:\s|^\s*[\[{<=#|>$]", re.IGNORECASE)
+
+
+def is_operator_feedback(output: str) -> bool:
+    text = output.strip()
+    return (bool(text) and "\n" not in text and len(text) <= 500 and len(text.split()) >= 4
+            and not _NOT_PROSE.search(text) and not any(marker in text for marker in _HARNESS_ERRORS)
+            and not text.startswith(("The user ", "User ", "STOP ")))
 _EXIT_LINE = re.compile(r"^(?:Error: )?Exit code:? -?\d+\s*$|^Process exited with code -?\d+\s*$"
                         r"|^(?:Chunk ID|Wall time|Original token count|Output|Process running with session ID):")
-_ERROR_LINE = re.compile(r"\b(?:error|failed|fatal|failure)\b\s*[:\[]", re.IGNORECASE)
+_ERROR_LINE = re.compile(r"\b(?:error|failed|fatal|failure)\b\s*(?::|\[(?!\s*\d+%))", re.IGNORECASE)
+#: A linter's finding: ``path:line:col: CODE message``.
+_LINT = re.compile(r"^\S+:\d+:\d+:?\s+\S|^[A-Z]{1,4}\d{3,4}\s+[A-Z]", re.MULTILINE)
+#: pytest's short traceback: ``tests/test_x.py:60: AssertionError``.
+_WHERE_RAISED = re.compile(r"^\S+:\d+: ([A-Z][A-Za-z0-9]*(?:Error|Exception))\s*$", re.MULTILINE)
+#: Test runner preamble lines: never what went wrong.
+_PREAMBLE = ("test session starts", "platform ", "rootdir:", "cachedir:", "plugins:", "configfile:", "collected ",
+             "collecting", "testpaths:")
+_TROUBLE = re.compile(r"\b(?:FAILED|failed|failure|errors?|not found|no such file|denied|refused|timed out)\b",
+                      re.IGNORECASE)
 
 
 def _program(token: str) -> str:
@@ -211,19 +234,18 @@ def error_signature(text: str) -> str:
     raised = list(_RAISED.finditer(head))
     if raised:  # the last "SomeError: message" line of a traceback says what went wrong
         return _line_around(head, raised[-1].start(1))
-    for pattern in (_NO_MODULE, _NOT_FOUND):
+    for pattern in (_WHERE_RAISED, _NO_MODULE, _NOT_FOUND):
         match = pattern.search(head)
         if match:
             return _line_around(head, match.start())
-    for pattern in (_CLASS_NAME, _ERRNO, _CODE, _ERROR_LINE):
+    for pattern in (_ERROR_LINE, _CLASS_NAME, _ERRNO, _CODE, _LINT, _TROUBLE):
         match = pattern.search(head)
         if match:
             return _line_around(head, match.start())
-    for line in head.splitlines():
-        line = line.strip()
-        if line and not _EXIT_LINE.match(line) and len(line) > 3:
-            return line[:160]
-    return ""
+    lines = [line.strip() for line in head.splitlines()]
+    meaningful = [line for line in lines if len(line) > 3 and not _EXIT_LINE.match(line)
+                  and not line.strip("=-_*# ").lower().startswith(_PREAMBLE)]
+    return meaningful[0][:160] if meaningful else ""
 
 
 def _line_around(text: str, index: int) -> str:
@@ -365,8 +387,11 @@ class WorkLog:
                 self._resolve(call.key, line)
             return
         self.miner.rejection(line, output)
-        if call.tool == "utility" or (call.tool != "shell" and not call.key):
-            return  # exploration, or a tool without a command or a file (polls, searches)
+        if call.tool in ("shell", "utility") and is_operator_feedback(output):
+            self.miner.feedback(line, output)
+            return
+        if call.tool != "shell":
+            return  # exploration (ls, rg …) and tool mechanics (an Edit's "found 2 matches"): no failure
         signature = error_signature(output)
         if not signature:
             return
