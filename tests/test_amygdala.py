@@ -41,6 +41,7 @@ def vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     (root / "amygdala").mkdir(parents=True)
     (root / "brain-feed").mkdir()
+    (root / ".brain").mkdir()  # a vault is what `brain init` made; commands refuse any other folder
     return root
 
 
@@ -239,7 +240,7 @@ def test_publish_without_redis_url_or_in_dry_run_does_nothing(redis_server: Redi
     dry = publish_signal_changes(settings_for(vault, redis_server.url), vault, signals, "t1", NOW, dry_run=True)
     assert dry.dry_run and [e.event for e in dry.unsent] == ["signal.raised"] and dry.sent == ()
     assert client_of(redis_server).exists(STREAM) == 0
-    assert not (vault / ".brain").exists()
+    assert list((vault / ".brain").iterdir()) == []  # no publish state written
 
 
 # --- consumer -----------------------------------------------------------------------------

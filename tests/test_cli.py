@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from brain.cli import app
@@ -35,7 +36,8 @@ def test_vault_that_does_not_exist(tmp_path: Path) -> None:
 
 def test_bad_now_and_bad_env_are_usage_errors(vault: Path) -> None:
     result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", "yesterday-ish"])
-    assert result.exit_code == 2 and "Error: bad --now" in result.stderr
+    assert result.exit_code == 2
+    assert result.stderr == "Error: configuration: --now: 'yesterday-ish' is not an ISO-8601 date or time\n"
     result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai"], env={"BRAIN_PROMOTE_HEAT": "seven"})
     assert result.exit_code == 2 and "BRAIN_PROMOTE_HEAT: cannot read 'seven'" in result.stderr
 
@@ -150,3 +152,84 @@ def test_every_locking_command_exits_3_naming_the_holder(vault: Path) -> None:
             result = runner.invoke(app, [*args, "--vault", str(vault), "--now", NOW])
             assert result.exit_code == 3, args
             assert result.stderr.startswith("Error: vault is locked") and "holder-under-test" in result.stderr, args
+
+
+# --- what a new user trips on (issue 12 items 15, 16) ----------------------------------
+
+
+@pytest.mark.parametrize("command", [["tick", "--no-ai", "--now", NOW], ["keeper", "--now", NOW], ["verify"], ["undo"],
+                                     ["health"], ["prompt"], ["apply", "--recommendations", "x.json"]])
+def test_only_init_makes_a_vault_every_other_command_refuses_a_plain_folder(tmp_path: Path, command: list[str]) -> None:
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    (folder / "passwd").write_text("root:x:0:0\n")
+    result = runner.invoke(app, [*command, "--vault", str(folder)])
+    assert result.exit_code == 2, (command, result.stderr)
+    assert result.stderr == f"Error: not a Brain vault ({folder}): run `brain init --vault {folder}`\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["passwd"]  # nothing created
+
+
+def test_init_then_tick_works(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    assert runner.invoke(app, ["init", "--vault", str(root)]).exit_code == 0
+    assert (root / ".brain").is_dir()
+    assert runner.invoke(app, ["tick", "--vault", str(root), "--no-ai", "--now", NOW]).exit_code == 0
+
+
+def test_a_tick_on_a_vault_subfolder_names_the_vault_root(vault: Path) -> None:
+    sub = vault / "left" / "projects"
+    result = runner.invoke(app, ["tick", "--vault", str(sub), "--no-ai", "--now", NOW])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: not a Brain vault ({sub}): it is a folder inside the vault {vault}")
+    assert f"use --vault {vault}" in result.stderr
+    assert not (sub / ".brain").exists() and not (sub / "brain-feed").exists()
+
+
+def test_undo_with_nothing_to_undo_says_so_and_exits_0(vault: Path) -> None:
+    result = runner.invoke(app, ["undo", "--vault", str(vault)])
+    assert result.exit_code == 0
+    assert result.stderr.startswith("nothing to undo: no complete tick journal") and result.stdout == ""
+
+
+def test_bad_brain_now_is_named_once_as_the_variable(vault: Path) -> None:
+    result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai"], env={"BRAIN_NOW": "garbage"})
+    assert result.exit_code == 2
+    assert result.stderr == "Error: configuration: BRAIN_NOW: 'garbage' is not an ISO-8601 date or time\n"
+    assert "--now" not in result.stderr
+
+
+def test_numeric_settings_are_range_checked_and_all_errors_reported_together(vault: Path) -> None:
+    env = {"BRAIN_FEED_TOKEN_BUDGET": "-5", "BRAIN_PROMOTE_HEAT": "seven", "BRAIN_INJECT_TTL_DAYS": "99999999",
+           "BRAIN_NOW": "garbage"}
+    result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai"], env=env)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    line = result.stderr
+    assert line.startswith("Error: configuration: 4 problems: ")
+    assert "BRAIN_FEED_TOKEN_BUDGET: -5 is out of range (must be between 1 and 10000000)" in line
+    assert "BRAIN_PROMOTE_HEAT: cannot read 'seven' as int" in line
+    assert "BRAIN_INJECT_TTL_DAYS: 99999999 is out of range" in line and "BRAIN_NOW:" in line
+
+
+def test_an_explicit_flag_beats_the_environment_even_a_bad_one(vault: Path) -> None:
+    result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--json", "--now", NOW],
+                           env={"BRAIN_NOW": "garbage", "BRAIN_VAULT": "/nonexistent"})
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["now"] == NOW
+
+
+def test_every_setting_default_is_in_its_declared_range() -> None:
+    from dataclasses import fields
+
+    from brain.settings import DEFAULTS, Settings, _check
+
+    for f in fields(Settings):
+        _check(f.name, getattr(DEFAULTS, f.name), f.name)
+
+
+def test_version_and_flags_without_a_type_in_help() -> None:
+    from brain import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"brain {__version__}\n"
+    help_text = runner.invoke(app, ["tick", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "--no-ai" in help_text and "<bool>" not in help_text and "<path>" in help_text

@@ -16,7 +16,7 @@ NOW = "2026-11-21T12:00:00Z"
 
 
 def init_vault(root: Path) -> Path:
-    for rel in COMPARTMENTS:
+    for rel in (*COMPARTMENTS, ".brain"):  # what `brain init` creates; commands refuse a folder without it
         (root / rel).mkdir(parents=True, exist_ok=True)
     return root
 

@@ -8,10 +8,37 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
+
+
+def _untyped_flags(params: list[Any]) -> list[Any]:
+    """On/off flags show as ``--no-ai``, not ``--no-ai <bool>`` (typer labels every option with its type)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and not getattr(param, "count", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _BrainGroup(TyperGroup):
+    """The root group: every command's (and sub-group's) flags are shown without a type."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _untyped_flags(command.get_params(ctx))
+            for sub in getattr(command, "commands", {}).values():
+                _untyped_flags(sub.get_params(ctx))
+        return command
+
+    def get_params(self, ctx: Any) -> Any:
+        return _untyped_flags(super().get_params(ctx))
+
 
 app = typer.Typer(
+    cls=_BrainGroup,
     name="brain",
     help="Brain: the memory nervous system for a fleet of AI coding agents.\n\n"
     "Example: brain tick --vault ~/vault --no-ai",
@@ -31,6 +58,25 @@ COMMAND_MODULES = (
     "brain.commands.search",
     "brain.commands.mcp",
 )
+
+def _version(value: bool) -> None:
+    if value:
+        from brain import __version__
+
+        typer.echo(f"brain {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> Any:
+    """Brain: the memory nervous system for a fleet of AI coding agents.
+
+    Example: brain tick --vault ~/vault --no-ai
+    """
+
 
 for _name in COMMAND_MODULES:
     try:

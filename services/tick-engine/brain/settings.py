@@ -21,11 +21,22 @@ ENV_PREFIX = "BRAIN_"
 
 
 class SettingsError(ValueError):
-    """A configuration value could not be understood (exit code 2)."""
+    """Configuration values that could not be understood (exit code 2); ``problems`` lists each one."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.problems = problems or (message,)
 
 
-def _opt(default: Any, doc: str, *, group: str, secret: bool = False) -> Any:
-    return field(default=default, metadata={"doc": doc, "group": group, "secret": secret})
+def _opt(
+    default: Any, doc: str, *, group: str, secret: bool = False, lo: float | None = None, hi: float | None = None
+) -> Any:
+    """One setting. A numeric setting accepts ``lo <= value <= hi`` (``lo`` is 0 unless declared)."""
+    return field(default=default, metadata={"doc": doc, "group": group, "secret": secret, "lo": lo, "hi": hi})
+
+
+#: Settings that feed date arithmetic stay within a century (a larger value would overflow a date).
+_DAYS = 36_500
 
 
 @dataclass(frozen=True)
@@ -43,16 +54,16 @@ class Settings:
         64_000_000,
         "Notes larger than this many bytes are reported and left unparsed (marker parsing is linear, "
         "so multi-megabyte notes of pasted logs are parsed).",
-        group="vault",
+        group="vault", lo=1,
     )
-    journal_keep: int = _opt(50, "How many tick journals to keep under `.brain/journal/`.", group="vault")
+    journal_keep: int = _opt(50, "How many tick journals to keep under `.brain/journal/`.", group="vault", lo=1, hi=100_000)
 
     # --- heat and compartments (SPEC §7) -------------------------------------------
     promote_heat: int = _opt(7, "Heat at or above which an arc enters `frontal-lobe/conscious/`.", group="heat")
     demote_heat: int = _opt(5, "A conscious arc whose heat falls below this moves to `unconscious/`.", group="heat")
-    conscious_cap: int = _opt(20, "At most this many arcs in `frontal-lobe/conscious/` (hottest first).", group="heat")
+    conscious_cap: int = _opt(20, "At most this many arcs in `frontal-lobe/conscious/` (hottest first).", group="heat", hi=100_000)
     graduate_heat: int = _opt(1, "Arcs at or below this heat may graduate ...", group="heat")
-    graduate_days: int = _opt(14, "... once inactive for more than this many days.", group="heat")
+    graduate_days: int = _opt(14, "... once inactive for more than this many days.", group="heat", hi=_DAYS)
     heat_recent_24h: int = _opt(3, "Heat for activity within the last 24 hours.", group="heat")
     heat_recent_72h: int = _opt(2, "Heat for activity within the last 72 hours.", group="heat")
     heat_recent_7d: int = _opt(1, "Heat for activity within the last 7 days.", group="heat")
@@ -63,15 +74,15 @@ class Settings:
     heat_active_bonus: int = _opt(2, "Heat for `status: active`.", group="heat")
     heat_joy_bonus: int = _opt(1, "Heat when the arc recorded joy.", group="heat")
     heat_critical_bonus: int = _opt(2, "Heat for an open critical or nuclear signal in the arc.", group="heat")
-    heat_decay_grace_days: int = _opt(7, "Decay starts after this many days of inactivity ...", group="heat")
-    heat_decay_every_days: int = _opt(4, "... and removes one point per this many further days.", group="heat")
+    heat_decay_grace_days: int = _opt(7, "Decay starts after this many days of inactivity ...", group="heat", hi=_DAYS)
+    heat_decay_every_days: int = _opt(4, "... and removes one point per this many further days.", group="heat", lo=1, hi=_DAYS)
 
     # --- brain-feed (SPEC §7) -------------------------------------------------------
-    feed_token_budget: int = _opt(2000, "Token budget of the whole feed (estimated as characters / 4).", group="feed")
-    feed_ttl_seconds: int = _opt(7200, "`ttl` written in the frontmatter of every feed file.", group="feed")
+    feed_token_budget: int = _opt(2000, "Token budget of the whole feed (estimated as characters / 4).", group="feed", lo=1, hi=10_000_000)
+    feed_ttl_seconds: int = _opt(7200, "`ttl` written in the frontmatter of every feed file.", group="feed", lo=1, hi=_DAYS * 86_400)
     hot_arcs_limit: int = _opt(10, "Rows in `hot-arcs.md`.", group="feed")
-    feed_cell_chars: int = _opt(80, "Table cells in the feed are cut to this many characters.", group="feed")
-    inject_ttl_days: int = _opt(30, "`@inject` blocks older than this (or their own `ttl_days`) leave the feed.", group="feed")
+    feed_cell_chars: int = _opt(80, "Table cells in the feed are cut to this many characters.", group="feed", lo=8, hi=100_000)
+    inject_ttl_days: int = _opt(30, "`@inject` blocks older than this (or their own `ttl_days`) leave the feed.", group="feed", lo=1, hi=_DAYS)
 
     # --- extraction and clustering (SPEC §5) -----------------------------------------
     projects_dir: Path = _opt(Path("~/.claude/projects"), "Claude Code projects folder.", group="extract")
@@ -82,27 +93,33 @@ class Settings:
     )
     since: str = _opt("26h", "Extraction window start: relative (`26h`, `7d`) or ISO-8601.", group="extract")
     min_turns: int = _opt(1, "Sessions with fewer human turns are left out of the bundle (1 keeps every session a human typed in).", group="extract")
-    cluster_gap_minutes: int = _opt(120, "Sessions of one project at most this far apart share an arc.", group="extract")
-    cluster_max_span_hours: int = _opt(72, "An arc built in one clustering run spans at most this many hours.", group="extract")
+    cluster_gap_minutes: int = _opt(120, "Sessions of one project at most this far apart share an arc.", group="extract", lo=1, hi=_DAYS * 1440)
+    cluster_max_span_hours: int = _opt(72, "An arc built in one clustering run spans at most this many hours.", group="extract", lo=1, hi=_DAYS * 24)
 
     # --- AI layer (SPEC §8) ---------------------------------------------------------------
     llm_url: str | None = _opt(None, "LLM base URL (OpenAI-compatible, with or without `/v1`; or the Anthropic API).", group="llm")
     llm_api_key: str | None = _opt(None, "API key sent to the LLM gateway.", group="llm", secret=True)
     llm_model: str = _opt("claude-sonnet-4-6", "Model name sent to the gateway (`--model`).", group="llm")
     llm_provider: str = _opt("openai", "`openai` (chat completions) or `anthropic` (Messages API).", group="llm")
-    llm_timeout_seconds: float = _opt(120.0, "Timeout of one LLM HTTP request.", group="llm")
+    llm_timeout_seconds: float = _opt(120.0, "Timeout of one LLM HTTP request.", group="llm", lo=0.1, hi=86_400)
     llm_deadline_seconds: float = _opt(
         0.0,
         "Wall-clock limit of the whole LLM call: every request, retry and backoff wait (a gateway that "
         "trickles its answer is cut here, exit 4); 0 means `(llm_max_retries + 1) × llm_timeout_seconds + 60`.",
         group="llm",
     )
-    llm_max_retries: int = _opt(3, "Retries on 429, 5xx and connection errors (exponential backoff).", group="llm")
-    llm_max_output_tokens: int = _opt(4096, "Upper bound of the answer's tokens.", group="llm")
+    llm_max_retries: int = _opt(3, "Retries on 429, 5xx and connection errors (exponential backoff).", group="llm", hi=100)
+    llm_max_output_tokens: int = _opt(4096, "Upper bound of the answer's tokens.", group="llm", lo=1)
     llm_price_input_per_mtok: float = _opt(3.0, "Price in USD per million prompt tokens (cost estimate).", group="llm")
     llm_price_output_per_mtok: float = _opt(15.0, "Price in USD per million answer tokens (cost estimate).", group="llm")
-    prompt_token_budget: int = _opt(8000, "Token budget of the tick prompt.", group="llm")
+    prompt_token_budget: int = _opt(8000, "Token budget of the tick prompt.", group="llm", lo=1, hi=10_000_000)
     max_ai_changes: int = _opt(40, "At most this many AI recommendations are applied per tick.", group="llm")
+    llm_skip_unchanged: bool = _opt(
+        True,
+        "Skip the LLM call when the prompt is the one the last successful AI tick sent (its clock aside): "
+        "an unchanged vault costs nothing.",
+        group="llm",
+    )
 
     # --- Redis / amygdala (SPEC §11) -------------------------------------------------------
     redis_url: str | None = _opt(None, "Redis URL; unset means no publishing.", group="amygdala", secret=True)
@@ -112,15 +129,16 @@ class Settings:
     )
     amygdala_group: str = _opt("brain-amygdala", "Consumer group name.", group="amygdala")
     amygdala_consumer: str | None = _opt(None, "Consumer name; empty means the host name.", group="amygdala")
-    amygdala_clear_minutes: int = _opt(60, "An alarm clears after this many minutes without a new event.", group="amygdala")
+    amygdala_clear_minutes: int = _opt(60, "An alarm clears after this many minutes without a new event.", group="amygdala", lo=1, hi=_DAYS * 1440)
     amygdala_reclaim_idle_seconds: int = _opt(
-        60, "Messages left unacknowledged this long by another consumer are reclaimed (XAUTOCLAIM).", group="amygdala"
+        60, "Messages left unacknowledged this long by another consumer are reclaimed (XAUTOCLAIM).", group="amygdala",
+        lo=1, hi=_DAYS * 86_400,
     )
 
     # --- session-start hook (SPEC §12) -------------------------------------------------------
     enabled: bool = _opt(True, "`false` turns the hooks off (they print nothing).", group="hook")
     source_path: Path | None = _opt(None, "Feed folder the hooks read; empty means `--brain-feed`.", group="hook")
-    refresh_interval: int = _opt(30, "`prompt-submit` re-checks the feed every this many turns.", group="hook")
+    refresh_interval: int = _opt(30, "`prompt-submit` re-checks the feed every this many turns.", group="hook", lo=1)
     hook_state_dir: Path | None = _opt(
         None, "Folder of the prompt-submit per-session turn counters; empty means `$XDG_STATE_HOME/brain/hook-sessions`.",
         group="hook",
@@ -158,22 +176,65 @@ class Settings:
         return self.vault
 
     def replace(self, **changes: Any) -> Settings:
-        """Return a copy with the non-None ``changes`` applied (flags override env)."""
-        clean = {k: v for k, v in changes.items() if v is not None}
-        unknown = set(clean) - {f.name for f in fields(self)}
-        if unknown:
-            raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
-        return dataclasses.replace(self, **{k: _coerce(k, v) for k, v in clean.items()})
+        """Return a copy with the non-None ``changes`` applied (flags override env); every bad value is
+        reported at once (:class:`SettingsError`), each named by its flag."""
+        return _resolve(self, {}, {k: v for k, v in changes.items() if v is not None})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **flags: Any) -> Settings:
-        """Defaults, then ``BRAIN_*`` variables, then flags (``None`` flags are ignored)."""
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = environ.get(ENV_PREFIX + f.name.upper())
-            if raw is not None and raw != "":
-                values[f.name] = _coerce(f.name, raw)
-        return cls(**values).replace(**flags)
+        """Defaults, then ``BRAIN_*`` variables, then flags (``None`` flags are ignored).
+
+        An explicit flag always beats its variable. Every unreadable or out-of-range value, from
+        the environment and the flags alike, is collected and raised together in one
+        :class:`SettingsError`, each named by where it came from (``BRAIN_NOW`` or ``--now``).
+        """
+        env = {
+            f.name: raw for f in fields(cls)
+            if (raw := environ.get(ENV_PREFIX + f.name.upper())) is not None and raw != ""
+        }
+        return _resolve(cls(), env, {k: v for k, v in flags.items() if v is not None})
+
+
+def _resolve(base: Settings, env: dict[str, str], flags: dict[str, Any]) -> Settings:
+    known = {f.name for f in fields(Settings)}
+    unknown = set(flags) - known
+    if unknown:
+        raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    env = {name: raw for name, raw in env.items() if name not in flags}  # an explicit flag wins, unread env aside
+    for source, given in (("env", env), ("flag", flags)):
+        for name, raw in given.items():
+            where = ENV_PREFIX + name.upper() if source == "env" else "--" + name.replace("_", "-")
+            try:
+                value = _coerce(name, raw, where)
+                _check(name, value, where)
+            except SettingsError as exc:
+                problems.append(str(exc))
+                values.pop(name, None)
+                continue
+            values[name] = value
+    if problems:
+        message = problems[0] if len(problems) == 1 else f"{len(problems)} problems: " + "; ".join(problems)
+        raise SettingsError(message, tuple(problems))
+    return dataclasses.replace(base, **values)
+
+
+def _check(name: str, value: Any, where: str) -> None:
+    """The declared range of a numeric setting, and an instant that parses for ``now``."""
+    meta = next(f.metadata for f in fields(Settings) if f.name == name)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        lo = meta.get("lo")
+        lo = 0 if lo is None else lo
+        hi = meta.get("hi")
+        if value != value or value in (float("inf"), float("-inf")) or value < lo or (hi is not None and value > hi):
+            shown = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+            raise SettingsError(f"{where}: {value!r} is out of range (must be {shown})")
+    if name == "now" and isinstance(value, str):
+        from brain.core.timeutil import parse_instant
+
+        if parse_instant(value) is None:
+            raise SettingsError(f"{where}: {value!r} is not an ISO-8601 date or time")
 
 
 _TYPES: dict[str, Any] = {}
@@ -186,7 +247,7 @@ def _field_type(name: str) -> str:
     return str(_TYPES[name])
 
 
-def _coerce(name: str, value: Any) -> Any:
+def _coerce(name: str, value: Any, where: str | None = None) -> Any:
     kind = _field_type(name)
     if not isinstance(value, str):
         if "Path" in kind and value is not None and not isinstance(value, Path):
@@ -207,11 +268,21 @@ def _coerce(name: str, value: Any) -> Any:
         if "Path" in kind:
             return Path(value).expanduser()
     except ValueError:
-        raise SettingsError(f"{ENV_PREFIX}{name.upper()}: cannot read {value!r} as {kind}") from None
+        where = where or f"{ENV_PREFIX}{name.upper()}"
+        raise SettingsError(f"{where}: cannot read {value!r} as {kind}") from None
     return value
 
 
 DEFAULTS = Settings()
+
+
+def _range_text(f: Any) -> str:
+    if not (str(f.type).startswith(("int", "float"))):
+        return ""
+    lo = f.metadata.get("lo")
+    hi = f.metadata.get("hi")
+    lo = 0 if lo is None else lo
+    return f" Range: {lo:_}–{hi:_}." if hi is not None else f" At least {lo:_}."
 
 
 def reference_markdown() -> str:
@@ -230,7 +301,7 @@ def reference_markdown() -> str:
             lines += ["", f"## {group}", "", "| Variable | Default | Meaning |", "|---|---|---|"]
         default = f.default
         shown = "(unset)" if default is None else f"`{default}`"
-        lines.append(f"| `{ENV_PREFIX}{f.name.upper()}` | {shown} | {f.metadata['doc']} |")
+        lines.append(f"| `{ENV_PREFIX}{f.name.upper()}` | {shown} | {f.metadata['doc']}{_range_text(f)} |")
     return "\n".join(lines) + "\n"
 
 

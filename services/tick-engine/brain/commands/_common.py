@@ -75,12 +75,35 @@ def resolve_now(settings: Settings) -> datetime:
 
 
 def require_vault(settings: Settings, *, must_exist: bool = True) -> Path:
+    """The vault root of the command; only ``brain init`` (``must_exist=False``) may create one.
+
+    Any other command refuses a folder without ``.brain/`` (exit 2), so a mistyped ``--vault``
+    never turns ``/etc`` or a vault's subfolder into a vault; the hint names the way out.
+    """
     if settings.vault is None:
         raise UsageError("no vault given", "use --vault V or set BRAIN_VAULT")
     vault = settings.vault
-    if must_exist and not vault.is_dir():
-        raise UsageError("vault not found", "not a folder", path=vault)
+    if must_exist:
+        if not vault.is_dir():
+            raise UsageError("vault not found", "not a folder", path=vault)
+        if not (vault / STATE_DIR).is_dir():
+            root = enclosing_vault(vault)
+            if root is not None:
+                raise UsageError("not a Brain vault", f"it is a folder inside the vault {root}; use --vault {root}",
+                                 path=vault)
+            raise UsageError("not a Brain vault", f"run `brain init --vault {vault}`", path=vault)
     return vault
+
+
+STATE_DIR = ".brain"  # what `brain init` creates and every other command requires
+
+
+def enclosing_vault(folder: Path) -> Path | None:
+    """The nearest folder above ``folder`` that is a vault (holds ``.brain/``), if any."""
+    for parent in folder.resolve().parents:
+        if (parent / STATE_DIR).is_dir():
+            return parent
+    return None
 
 
 def _as_brain_error(exc: Exception) -> BrainError | None:
