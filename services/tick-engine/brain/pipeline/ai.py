@@ -7,7 +7,13 @@ verifies. :func:`apply_answer` is phase 4 alone, shared with ``brain apply``
 
 Failures: an LLM error (after the client's retries) or an answer that is not one JSON
 object ends the AI phases with ``failed`` (the tick exits 4); phase 1 already wrote a fresh
-feed. Every answer the model gave is kept, redacted, under ``.brain/answers/<tick_id>.json``
+feed.
+
+Unchanged vault, no call: after an AI tick whose answer was usable, the prompt's digest (both
+messages without their clock prefix) is kept in ``.brain/ai-state.json``; a later tick whose
+prompt has the same digest skips the LLM call and the apply (reported as
+``{"skipped": "prompt unchanged since <tick_id>"}``) — the same question would cost the same
+money for, at best, the same answer (``llm_skip_unchanged``, on by default). Every answer the model gave is kept, redacted, under ``.brain/answers/<tick_id>.json``
 (with the prompt it answered, its usage and cost) for audit and for ``brain apply``; the
 newest ``journal_keep`` are kept.
 """
@@ -54,6 +60,8 @@ from brain.pipeline.tick import AIOutcome, AIPhase
 from brain.settings import Settings, SettingsError
 
 ANSWERS_DIR = ".brain/answers"
+#: Digest of the last prompt whose answer was usable, and the tick that sent it.
+AI_STATE = ".brain/ai-state.json"
 #: ``kind`` of a saved answer file; ``brain apply`` unwraps such a file to the answer it holds.
 SAVED_KIND = "brain-answer"
 
@@ -113,6 +121,12 @@ def make_ai_phase(settings: Settings, *, client: LLMClient | None = None) -> AIP
         prompt = prompt_for(s, snapshot, now, kplan.decisions)
         phases["prompt"] = {"ms": _ms(t), "tokens": prompt.tokens, "budget": s.prompt_token_budget,
                             "sections": prompt.sections, **candidate_summary(prompt.found)}
+        last = last_prompt(snapshot.vault) if s.llm_skip_unchanged else None
+        if last is not None and last[0] == prompt.digest:
+            skipped = f"prompt unchanged since {last[1]}"
+            phases["llm"] = {"skipped": skipped}
+            phases["apply"] = {"skipped": skipped}
+            return AIOutcome(phases)
         t = time.perf_counter()
         try:
             completion = llm.complete(prompt.system, prompt.user, json_schema=ANSWER_SCHEMA)
@@ -135,9 +149,29 @@ def make_ai_phase(settings: Settings, *, client: LLMClient | None = None) -> AIP
         outcome.problems = problems + outcome.problems
         outcome.health.update({"input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
                                "cost_usd": completion.cost_usd})
+        if not outcome.failed and journal is not None and not dry_run:
+            try:
+                remember_prompt(snapshot.vault, prompt.digest, journal.tick_id)
+            except OSError as exc:  # the next tick then asks again: a cost, not a fault
+                outcome.problems.append(Problem(AI_STATE, None, f"could not keep the prompt digest: {exc}"))
         return outcome
 
     return phase
+
+
+def last_prompt(vault: Path) -> tuple[str, str] | None:
+    """(digest, tick_id) of the last prompt whose answer was usable, if any."""
+    try:
+        state = json.loads((vault / AI_STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if isinstance(state, dict) and isinstance(state.get("digest"), str) and isinstance(state.get("tick_id"), str):
+        return state["digest"], state["tick_id"]
+    return None
+
+
+def remember_prompt(vault: Path, digest: str, tick_id: str) -> None:
+    atomic_write(vault / AI_STATE, json.dumps({"digest": digest, "tick_id": tick_id}).encode("utf-8"))
 
 
 def save_answer(vault: Path, tick_id: str, now: datetime, completion: Completion, prompt: Prompt, *,
