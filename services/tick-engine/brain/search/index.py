@@ -478,14 +478,20 @@ def _query(
         f" FROM docs WHERE id IN ({marks})", list(rank_of)).fetchall()
     if project is not None:
         rows = [r for r in rows if (r[4] or "").lower() == project.lower()]
-    rows.sort(key=lambda r: (round(rank_of[r[0]], TIE_DECIMALS), -r[6], not r[7], _negated(r[7] or ""), r[1], r[2]))
+    # Stable sorts, last key first: BM25 (near-ties equal), then heat, then the latest activity.
+    rows.sort(key=lambda r: (r[1], r[2]))
+    rows.sort(key=lambda r: r[7] or "", reverse=True)
+    rows.sort(key=lambda r: r[6], reverse=True)
+    rows.sort(key=lambda r: round(rank_of[r[0]], TIE_DECIMALS))
+    rows = rows[:limit]
+    marks = ",".join("?" * len(rows))
+    snippets = dict(conn.execute(
+        f"SELECT rowid, snippet(fts, 1, '', '', '…', {SNIPPET_TOKENS}) FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
+        [match, *(r[0] for r in rows)],
+    ).fetchall())
     hits = []
-    for rowid, path, line, kind_, proj, cid, heat, last, status, succ, title in rows[:limit]:
-        found_snippet = conn.execute(
-            f"SELECT snippet(fts, 1, '', '', '…', {SNIPPET_TOKENS}) FROM fts WHERE fts MATCH ? AND rowid = ?",
-            (match, rowid),
-        ).fetchone()
-        snippet = found_snippet[0] if found_snippet and found_snippet[0] else ""
+    for rowid, path, line, kind_, proj, cid, heat, last, status, succ, title in rows:
+        snippet = snippets.get(rowid) or ""
         if not snippet.strip():
             body = conn.execute("SELECT body FROM fts WHERE rowid = ?", (rowid,)).fetchone()
             snippet = body[0] if body else ""
@@ -495,11 +501,6 @@ def _query(
             successors=tuple(s for s in succ.split(",") if s),
         ))
     return hits
-
-
-def _negated(text: str) -> tuple[int, ...]:
-    """Sort key that puts later ISO timestamps first."""
-    return tuple(-ord(c) for c in text)
 
 
 def arc_path(vault: Path, cluster_id: str) -> str | None:
