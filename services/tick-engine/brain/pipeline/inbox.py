@@ -20,7 +20,7 @@ from brain.core.model import Note, Problem
 from brain.core.plan import DeleteFile, Plan
 from brain.io import writer
 from brain.io.sessions import project_name
-from brain.io.vault import ChangedError, read_current, scan
+from brain.io.vault import ChangedError, read_current
 from brain.settings import Settings
 
 
@@ -71,11 +71,11 @@ def run_drain(settings: Settings, now: datetime, *, dry_run: bool = False) -> tu
     Returns the journal id (None when nothing was written) and what changed.
     """
     from brain.pipeline.tick import new_tick_id
+    from brain.search.service import scan_notes
 
     vault = settings.vault_path
     with writer.vault_lock(vault, "inbox"):
-        snapshot = scan(vault, feed_dir=settings.feed_dir, max_note_bytes=settings.max_note_bytes, write_cache=False)
-        plan, problems = drain_inbox(vault, snapshot.notes.values(), now, settings)
+        plan, problems = drain_inbox(vault, scan_notes(settings), now, settings)
         tick_id = new_tick_id(vault, now, "inbox")
         journal = None if dry_run else writer.Journal(vault, tick_id, now)
         result = apply_drain(plan, lambda part: writer.apply_plan(vault, part, journal=journal, dry_run=dry_run))

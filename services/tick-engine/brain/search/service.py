@@ -3,7 +3,8 @@
 The tick keeps the index current from its own scan. Outside the tick, the index is built
 from a scan when it is missing or unusable, and brought up to date on request
 (``brain search --refresh``, and the MCP server at most once per :data:`SYNC_EVERY_SECONDS`).
-The one call to the scanner is :func:`scan_notes`.
+The one call to the scanner outside the tick is :func:`scan_notes` (the standalone inbox drain
+uses it too).
 """
 
 from __future__ import annotations
