@@ -1,8 +1,11 @@
-"""`make bench`: synthetic vaults of 1 000 and 10 000 arcs, timed phase by phase.
+"""`make bench`: synthetic vaults of 1 000, 10 000 and 50 000 arcs, ticked at the real cadence.
 
-Every figure is printed next to the machine's own baseline (listing and stat-ing the same
-files, the floor no tick can beat), so runs on different machines compare as ratios.
-Each measurement runs in a fresh child process, so peak RSS is that of the measured work.
+For each size: a cold tick (no parse cache), a tick at the same instant, then 2 h, 24 h and
+7 days later on the unchanged vault (the CronJob runs every 2 h), and one tick after 1 % of the
+arcs were edited. Every figure is printed next to the machine's own baseline (listing and
+stat-ing the same files, the floor no tick can beat) and as a ratio to it, so runs on
+different machines compare. Each tick runs in a fresh child process, so peak RSS is that of
+the measured work.
 """
 
 from __future__ import annotations
@@ -125,11 +128,33 @@ def child(mode: str, vault: Path, *args: str) -> dict:
     return data
 
 
-def cli_wall(vault: Path) -> float:
+def cli_wall(vault: Path, now: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "brain", "tick", "--vault", str(vault), "--no-ai", "--now", NOW],
+    subprocess.run([sys.executable, "-m", "brain", "tick", "--vault", str(vault), "--no-ai", "--now", now],
                    capture_output=True, check=True)
     return time.perf_counter() - start
+
+
+CADENCE = (
+    ("cold", NOW),
+    ("same instant", NOW),
+    ("+2 h", "2026-11-21T14:00:00Z"),
+    ("+24 h", "2026-11-22T14:00:00Z"),
+    ("+7 d", "2026-11-29T14:00:00Z"),
+)
+CHANGED_AT = "2026-11-29T16:00:00Z"
+
+
+def touch_one_percent(vault: Path, seed: int = 11) -> int:
+    """Append an operator line to 1 % of the arcs (as a day of real edits would)."""
+    rng = random.Random(seed)
+    arcs = sorted(p for p in vault.rglob("*.md") if ".brain" not in p.parts and "brain-feed" not in p.parts
+                  and not p.name.startswith("_"))
+    chosen = rng.sample(arcs, max(1, len(arcs) // 100))
+    for path in chosen:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("\nOperator note: checked again today.\n")
+    return len(chosen)
 
 
 def bench_vault(count: int, work: Path) -> dict:
@@ -140,16 +165,18 @@ def bench_vault(count: int, work: Path) -> dict:
     generate(vault, count)
     generated = time.perf_counter() - t
     floor = child("floor", vault)
-    cold = child("tick", vault, NOW)
-    steady = [child("tick", vault, NOW) for _ in range(3)]
-    best = min(steady, key=lambda r: r["seconds"])
-    wall = cli_wall(vault)
-    return {"arcs": count, "generate_s": generated, "floor": floor, "cold": cold, "steady": best, "cli_wall_s": wall}
+    ticks = []
+    for label, now in CADENCE:
+        ticks.append({"label": label, **child("tick", vault, now)})
+    changed = touch_one_percent(vault)
+    ticks.append({"label": f"1 % changed ({changed})", **child("tick", vault, CHANGED_AT)})
+    wall = cli_wall(vault, CHANGED_AT)
+    return {"arcs": count, "generate_s": generated, "floor": floor, "ticks": ticks, "cli_wall_s": wall}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--keep", type=Path, default=None, help="keep the generated vaults in this folder")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -173,16 +200,16 @@ def main() -> None:
         print(json.dumps({"vaults": results, "extras": extras}, indent=2))
         return
     print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}")
-    print(f"{'arcs':>6} {'floor ms':>9} {'cold s':>8} {'cold RSS':>9} {'steady ms':>10} {'steady/floor':>13} "
-          f"{'steady RSS':>11} {'cli wall s':>11}")
+    print(f"{'arcs':>6} {'tick':<22} {'s':>8} {'x floor':>9} {'peak RSS':>9} {'parsed':>7} {'changes':>8}  phases ms")
     for r in results:
-        floor_ms = r["floor"]["seconds"] * 1000
-        steady_ms = r["steady"]["seconds"] * 1000
-        print(f"{r['arcs']:>6} {floor_ms:>9.1f} {r['cold']['seconds']:>8.2f} {r['cold']['peak_rss_mb']:>7.0f}MB "
-              f"{steady_ms:>10.1f} {steady_ms / floor_ms:>12.2f}x {r['steady']['peak_rss_mb']:>9.0f}MB "
-              f"{r['cli_wall_s']:>11.2f}")
-        print(f"       cold phases ms: {r['cold']['phases']}; steady keeper: parsed={r['steady']['keeper']['parsed']} "
-              f"cached={r['steady']['keeper']['cached']} changes={r['steady']['changes']}")
+        floor_s = r["floor"]["seconds"]
+        print(f"{r['arcs']:>6} {'floor (list + stat)':<22} {floor_s:>8.3f} {1:>8.1f}x {r['floor']['peak_rss_mb']:>7.0f}MB")
+        for tick in r["ticks"]:
+            keeper = tick["keeper"]
+            print(f"{'':>6} {tick['label']:<22} {tick['seconds']:>8.3f} {tick['seconds'] / floor_s:>8.1f}x "
+                  f"{tick['peak_rss_mb']:>7.0f}MB {keeper.get('parsed', 0):>7} {tick['changes']:>8}  "
+                  + " ".join(f"{k}={v}" for k, v in tick["phases"].items() if v is not None))
+        print(f"{'':>6} {'CLI wall (same instant)':<22} {r['cli_wall_s']:>8.3f}")
     for extra in extras:
         for line in extra.get("lines", []):
             print(line)

@@ -202,10 +202,13 @@ def undo(
 
         s = settings_from(vault=vault, now=now)
         root = require_vault(s)
-        entries = [m for m in writer.journals(root) if m.get("state") == "complete"]
+        # The amygdala's alarm-file journals are not ticks: the default undoes the latest tick or cluster run.
+        entries = [m for m in writer.journals(root)
+                   if m.get("state") == "complete" and not str(m.get("tick_id", "")).endswith("-amygdala")]
         if tick_id is None:
-            if not entries:
-                raise BrainError("nothing to undo", "no complete tick journal", path=root / writer.JOURNAL_DIR)
+            if not entries:  # not a failure (exit 1 is for verify and crashes): say so, exit 0
+                log(f"nothing to undo: no complete tick journal in {root / writer.JOURNAL_DIR}")
+                return 0
             target = entries[-1]["tick_id"]
         else:
             target = tick_id

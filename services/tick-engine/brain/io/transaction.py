@@ -65,14 +65,15 @@ def preview(vault: Path, plan: Plan) -> writer.ApplyResult:
 
 @contextlib.contextmanager
 def transaction(vault: Path, command: str, tick_id: str, now: datetime, *,
-                recover: bool = True) -> Iterator[Transaction]:
+                recover: bool = True, wait_seconds: float = 0.0) -> Iterator[Transaction]:
     """Lock, recover, journal; the journal is completed when the block ends normally.
 
     An exception inside the block leaves the journal pending: the next transaction rolls it
-    back, exactly as after a crash.
+    back, exactly as after a crash. ``wait_seconds`` waits for a holder of the lock (a tick)
+    instead of failing at once.
     """
     check_state_dir(vault)
-    with writer.vault_lock(vault, command):
+    with writer.vault_lock(vault, command, wait_seconds=wait_seconds):
         tx = Transaction(vault, tick_id, writer.Journal(vault, tick_id, now))
         if recover:
             for done in writer.recover(vault):

@@ -54,23 +54,34 @@ class LockHeld(Exception):
 
 
 @contextlib.contextmanager
-def vault_lock(vault: Path, command: str) -> Iterator[None]:
-    """``flock`` on ``.brain/lock``: released by the OS when the process dies, never stale."""
+def vault_lock(vault: Path, command: str, *, wait_seconds: float = 0.0) -> Iterator[None]:
+    """``flock`` on ``.brain/lock``: released by the OS when the process dies, never stale.
+
+    ``wait_seconds`` > 0 waits that long for a holder to finish (the amygdala consumer waits
+    for a tick); 0 fails at once (a second tick exits 3).
+    """
     state = vault / STATE_DIR
     state.mkdir(exist_ok=True)
     path = state / "lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait_seconds
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raw = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        while True:
             try:
-                info = json.loads(raw)
-                holder = f"{info.get('command')} pid {info.get('pid')} on {info.get('host')} since {info.get('started')}"
-            except (ValueError, AttributeError):
-                holder = raw or "unknown holder"
-            raise LockHeld(path, holder) from None
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                raw = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+                try:
+                    info = json.loads(raw)
+                    holder = (f"{info.get('command')} pid {info.get('pid')} on {info.get('host')} "
+                              f"since {info.get('started')}")
+                except (ValueError, AttributeError):
+                    holder = raw or "unknown holder"
+                raise LockHeld(path, holder) from None
         info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "started": iso(wall_clock())}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)

@@ -133,10 +133,12 @@ def plan_keeper(
     )
     out.signals_active = built.signals_active
     out.inject_blocks = built.inject_blocks
+    out.problems.extend(built.problems)
     for feed_file in built.files:
         text = feed_file.render()
         out.feed_files[feed_file.name] = text
-        out.feed_tokens += feed.tokens(text)
+        if feed_file.budgeted:  # a project file replaces the global feed for its session: not summed
+            out.feed_tokens += feed.tokens(text)
         if feed_rel is not None:
             plan.add(WriteFile(f"{feed_rel}/{feed_file.name}", text.encode("utf-8"), owned=True, reason="feed"))
     out.feed_tokens += built.fixed_tokens

@@ -25,7 +25,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -191,9 +191,9 @@ def fingerprint(s: Settings, listing: Listing, feed_dir: Path) -> str:
     digest = hashlib.sha1(_settings_digest(s).encode(), usedforsecurity=False)
     digest.update("\n".join(f"{rel}\0{size}\0{mtime}" for rel, (size, mtime) in sorted(listing.items())).encode())
     if feed_dir.is_dir():
-        for path in sorted(feed_dir.glob("*.md")):
+        for path in sorted(feed_dir.glob("*.md")) + sorted(feed_dir.glob("projects/*")):
             st = path.stat()
-            digest.update(f"feed:{path.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            digest.update(f"feed:{path.relative_to(feed_dir)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
@@ -688,7 +688,9 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
     state = {
         "tick_id": report.tick_id,
         "now": iso(tick.now),
-        "valid_until": iso(valid_until(decisions, tick.now, tick.s)),
+        # The feed's index says when it was generated: refresh it before the hook would call it stale.
+        "valid_until": iso(min(valid_until(decisions, tick.now, tick.s),
+                               tick.now + timedelta(seconds=tick.s.feed_ttl_seconds / 2))),
         "fingerprint": fingerprint(tick.s, after, tick.feed_dir),
         "stats": report.stats,
         "problems": [p.as_dict() for p in report.problems],
