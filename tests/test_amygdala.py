@@ -124,7 +124,8 @@ def test_parse_event_rules() -> None:
     resolved = parse({"event": "signal.raised", "severity": "resolved", "source": "db"})
     assert isinstance(resolved, core.AlarmEvent) and resolved.action == "clear"
     for fields, reason in [
-        ({"event": "deploy.done", "severity": "critical", "source": "db"}, "unknown event"),
+        ({"event": "deploy.done", "source": "ci", "text": "all green"}, "below alarm level"),
+        ({"event": "node.down", "severity": "warn", "host": "db1"}, "below alarm level"),
         ({"event": "signal.raised", "severity": "warning", "source": "db"}, "below alarm level"),
         ({"event": "signal.raised", "severity": "apocalyptic", "source": "db"}, "unknown severity"),
         ({"event": "signal.raised", "severity": "critical", "source": " \n "}, "no source"),
@@ -241,6 +242,50 @@ def test_publish_without_redis_url_or_in_dry_run_does_nothing(redis_server: Redi
     assert dry.dry_run and [e.event for e in dry.unsent] == ["signal.raised"] and dry.sent == ()
     assert client_of(redis_server).exists(STREAM) == 0
     assert list((vault / ".brain").iterdir()) == []  # no publish state written
+
+
+def test_external_events_raise_by_severity_or_by_what_their_text_says() -> None:
+    """Other producers don't speak our vocabulary (issue 12 item 13)."""
+
+    def parse(fields: dict[str, Any]) -> core.AlarmEvent | core.IgnoredEvent:
+        return core.parse_event(fields, stream=STREAM, message_id="1-0")
+
+    cases = [
+        ({"event": "node.down", "severity": "critical", "host": "db1"}, ("raise", "critical", "db1")),
+        ({"event": "node.down", "severity": "CRIT", "node": "db2", "message": "no heartbeat"}, ("raise", "critical", "db2")),
+        ({"event": "backup.check", "level": "fatal", "service": "pg", "summary": "x"}, ("raise", "nuclear", "pg")),
+        ({"event": "node.down"}, ("raise", "critical", "node.down")),  # no severity: the name classifies
+        ({"event": "deploy.finished", "source": "ci", "text": "payments unreachable after rollout"},
+         ("raise", "critical", "ci")),
+        ({"event": "audit", "source": "vault", "description": "possible data loss on volume 3"},
+         ("raise", "nuclear", "vault")),
+        ({"event": "node.up", "severity": "ok", "host": "db1"}, ("clear", "resolved", "db1")),
+        ({"event": "signal.cleared", "source": "db1"}, ("clear", "resolved", "db1")),
+    ]
+    for fields, (action, severity, source) in cases:
+        event = parse(fields)
+        assert isinstance(event, core.AlarmEvent), (fields, event)
+        assert (event.action, event.severity, event.source) == (action, severity, source), fields
+    for fields in ({"event": "deploy.done", "source": "ci"}, {"event": "build", "severity": "info", "source": "ci"},
+                   {"event": "download.finished", "text": "shutdown of the old pods went well"}):
+        assert isinstance(parse(fields), core.IgnoredEvent), fields
+    assert core.classify("node.down") == "critical" and core.classify("download done") is None
+
+
+def test_an_external_node_down_event_raises_an_alarm_and_signal_cleared_clears_it(
+    redis_server: RedisServer, vault: Path
+) -> None:
+    client = client_of(redis_server)
+    settings = settings_for(vault, redis_server.url)
+    client.xadd(STREAM, {"event": "node.down", "severity": "critical", "host": "db1", "message": "no heartbeat for 90 s"})
+    report = consumer_for(settings, vault).run_once()
+    assert report.raised == 1 and report.active == ["amygdala-db1"]
+    _, [sig], _ = parse_arc(vault / "amygdala" / "amygdala-db1.md")
+    assert sig.attr("severity") == "critical" and sig.attr("source") == "db1" and sig.text == "no heartbeat for 90 s"
+    assert "no heartbeat" in feed_file(vault).read_text()
+    client.xadd(STREAM, {"event": "signal.cleared", "source": "db1", "text": "back"})
+    report = consumer_for(settings, vault, now=NOW + timedelta(minutes=2)).run_once()
+    assert report.cleared == 1 and alarm_files(vault) == [] and pending_count(client) == 0
 
 
 # --- consumer -----------------------------------------------------------------------------

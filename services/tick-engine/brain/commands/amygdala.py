@@ -24,7 +24,9 @@ HELP = """Consume alarms from Redis Streams into amygdala/ and brain-feed/amygda
 
 Reads the streams of BRAIN_AMYGDALA_STREAMS (default: the brain's own stream) with a consumer
 group, writes one amygdala/<alarm>.md per active alarm, and clears an alarm on signal.cleared or
-after BRAIN_AMYGDALA_CLEAR_MINUTES of silence. The brain's own tick events never raise an alarm.
+after BRAIN_AMYGDALA_CLEAR_MINUTES of silence. Any producer's event raises one when its severity is
+critical or nuclear (node.down severity=critical), or, without a severity, when its name and text
+say so (down, outage, data loss...). The brain's own tick events never raise an alarm.
 See docs/amygdala.md for the event format.
 
 --once processes what is waiting (including messages a crashed consumer left pending), prints a

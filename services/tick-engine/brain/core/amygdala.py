@@ -163,16 +163,59 @@ def decode_fields(raw: Mapping[Any, Any]) -> dict[str, str]:
     return {field_text(key).strip().lower(): field_text(value) for key, value in raw.items()}
 
 
+#: Severity words of other producers (health checks, deploys, hosts, pagers), in our vocabulary.
+SEVERITY_SYNONYMS = {
+    "nuclear": "nuclear", "emergency": "nuclear", "emerg": "nuclear", "fatal": "nuclear", "p0": "nuclear",
+    "sev0": "nuclear", "disaster": "nuclear",
+    "critical": "critical", "crit": "critical", "alert": "critical", "p1": "critical", "sev1": "critical",
+    "warning": "warning", "warn": "warning", "error": "warning", "err": "warning", "high": "warning",
+    "p2": "warning", "sev2": "warning",
+    "info": "info", "information": "info", "notice": "info", "debug": "info", "low": "info", "p3": "info",
+    "resolved": "resolved", "ok": "resolved", "cleared": "resolved", "recovered": "resolved", "normal": "resolved",
+}
+#: With no severity field, the event's name and text are classified by these words (documented in
+#: docs/amygdala.md): loss or compromise is nuclear; something down or exhausted is critical.
+_NUCLEAR_WORDS = re.compile(
+    r"\b(?:data[ _-]?loss|data[ _-]?corruption|corrupted|breach(?:ed)?|compromised|ransomware|"
+    r"secrets?[ _-]?leak(?:ed)?|wiped)\b",
+    re.IGNORECASE,
+)
+_CRITICAL_WORDS = re.compile(
+    r"\b(?:down|outage|unreachable|unavailable|crash(?:ed|ing|loop(?:backoff)?)?|panic(?:ked)?|oom(?:killed)?|"
+    r"out[ _-]of[ _-]memory|disk[ _-]full|no[ _-]space|exhausted|fail(?:ed|ing)?[ _-]over|split[ _-]brain)\b",
+    re.IGNORECASE,
+)
+#: Fields other producers name their subject with, tried in order when ``source`` is absent.
+_SOURCE_FIELDS = ("source", "host", "hostname", "node", "service", "instance", "check", "name")
+_TEXT_FIELDS = ("text", "message", "summary", "description")
+
+
+def classify(text: str) -> str | None:
+    """``nuclear`` / ``critical`` for text that says so (see the word lists above), else None."""
+    probe = text[:4000].replace(".", " ")
+    if _NUCLEAR_WORDS.search(probe):
+        return "nuclear"
+    if _CRITICAL_WORDS.search(probe):
+        return "critical"
+    return None
+
+
 def parse_event(raw: Mapping[Any, Any] | None, *, stream: str, message_id: str) -> AlarmEvent | IgnoredEvent:
     """Validate one stream message (fields as delivered by Redis, bytes or str).
 
-    Rules (documented in docs/amygdala.md):
+    Any producer may raise an alarm, in our vocabulary or not (documented in docs/amygdala.md):
 
     * ``v`` + ``tick_id`` present: the brain's own tick event, ignored;
-    * ``event`` must be ``signal.raised`` or ``signal.cleared``; ``source`` must be non-empty;
-    * ``signal.raised`` needs ``severity`` ``critical`` or ``nuclear`` (``resolved`` clears;
-      ``info`` / ``warning`` are below alarm level and ignored);
-    * the text is ``text``, else ``message``; it may be empty.
+    * ``signal.cleared`` (any source), or a severity meaning resolved (``resolved``, ``ok``,
+      ``cleared``, ``recovered``), clears the alarm of that source;
+    * any other event (``signal.raised``, ``node.down``, ``deploy.failed``...) raises one when
+      its ``severity`` (or ``level``) is ``critical`` or ``nuclear`` — other producers' words are
+      mapped by :data:`SEVERITY_SYNONYMS` (``crit``, ``alert``, ``fatal``, ``emergency``, ``p0``...);
+      without a severity, the event name and text are classified by :func:`classify`;
+      ``info`` / ``warning`` (and unclassified text) are below alarm level and ignored;
+    * the source is ``source``, else ``host``, ``node``, ``service``, ``instance``, ``check`` or
+      ``name``, else the event name; the text is ``text``, else ``message``, ``summary`` or
+      ``description``; it may be empty.
     """
 
     def ignored(reason: str, *, own: bool = False) -> IgnoredEvent:
@@ -183,22 +226,30 @@ def parse_event(raw: Mapping[Any, Any] | None, *, stream: str, message_id: str) 
     fields = decode_fields(raw)
     if is_own_event(fields):
         return ignored("the brain's own tick event (carries v and tick_id)", own=True)
-    event = fields.get("event", "").strip().lower()
-    if event not in EVENT_NAMES:
-        shown = one_line(event, 40) or "(missing)"
-        return ignored(f"unknown event {shown!r}; expected signal.raised or signal.cleared")
-    source = one_line(fields.get("source", ""), SOURCE_MAX_CHARS)
+    event = one_line(fields.get("event", ""), 80).lower()
+    if not event and not any(fields.get(name, "").strip() for name in ("severity", "level")):
+        return ignored("no event and no severity")
+    named = next((fields[name] for name in _SOURCE_FIELDS if fields.get(name, "").strip()), "")
+    source = one_line(named or (event if event not in EVENT_NAMES else ""), SOURCE_MAX_CHARS)
     if not source:
         return ignored("no source")
-    severity = fields.get("severity", "").strip().lower()
-    text = one_line(fields.get("text") or fields.get("message") or "", ALARM_TEXT_MAX_CHARS)
+    raw_text = next((fields[name] for name in _TEXT_FIELDS if fields.get(name)), "")
+    text = one_line(raw_text, ALARM_TEXT_MAX_CHARS)
+    given = (fields.get("severity") or fields.get("level") or "").strip().lower()
+    severity = SEVERITY_SYNONYMS.get(given, given)
     if event == EVENT_CLEARED or severity == CLEARED_SEVERITY:
         return AlarmEvent("clear", CLEARED_SEVERITY, source, text, stream, message_id)
+    if not given:
+        classified = classify(f"{event} {raw_text}")
+        if classified is None:
+            return ignored(f"event {event or '(unnamed)'!r} has no severity and its text does not classify as "
+                           "critical or nuclear (below alarm level)")
+        severity = classified
     if severity not in SEVERITIES:
-        return ignored(f"unknown severity {one_line(severity, 40) or '(missing)'!r}")
+        return ignored(f"unknown severity {one_line(given, 40)!r}")
     if severity not in ALARM_SEVERITIES:
         return ignored(f"severity {severity} is below alarm level (critical, nuclear)")
-    return AlarmEvent("raise", severity, source, text, stream, message_id)
+    return AlarmEvent("raise", severity, source, text or one_line(event, ALARM_TEXT_MAX_CHARS), stream, message_id)
 
 
 # --- alarms -----------------------------------------------------------------------------
