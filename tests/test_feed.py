@@ -104,7 +104,7 @@ def test_project_feed_sections_in_order_and_what_crosses_projects(vault: Path) -
     assert "Freeze deploys until Monday." in alpha and "The operator is on call today." in alpha
     assert "Beta only: use go 1.23." not in alpha  # another project's own inject
     assert "`uv run pytest`" in alpha and "`make lint`" in alpha and "`SchemaV2`" in alpha
-    assert "ValidationError: bad date" in alpha  # an error seen in an older arc
+    assert "- Errors seen: `KeyError`, `ValidationError`" in alpha  # error names, older arcs included
     assert "Keep the importer streaming" in alpha and "fixed by editing `lib/parse.py`" in alpha
     beta = project_feed(vault, "beta")
     assert "CI is flaky" not in beta and "Fix the importer" not in beta
@@ -267,3 +267,4 @@ def test_recent_work_across_projects_for_sessions_outside_them(vault: Path) -> N
     assert [row.split(" · ")[1] for row in rows] == ["alpha", "beta", "alpha"]  # newest first, named
     assert "Reply with HELLO" not in recent  # a scripted run is not work
     assert "`lib/importer.py`" in rows[0] and "- Commands lately: `uv run pytest`" in recent
+    assert "- Errors lately: `KeyError`" in recent

@@ -56,8 +56,8 @@ RECENT_ARCS = 5
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
 MAX_FILES, FILES_PER_LINE = 36, 12
-MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS = 14, 20, 6
-MAX_TODOS, MAX_LESSONS, MAX_DECISIONS, LESSON_ARCS = 8, 3, 2, 3
+MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS, MAX_ERROR_NAMES = 14, 20, 6, 10
+MAX_TODOS, MAX_LESSONS, MAX_DECISIONS, LESSON_ARCS = 8, 3, 1, 3
 ARC_FILES, IN_PLAY_FILES = 5, 8
 #: Scratch files an agent wrote outside the repository: never worth a line.
 SCRATCH_PREFIXES = ("/tmp/", "/var/tmp/", "/private/tmp/", "/private/var/folders/")
@@ -249,6 +249,9 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
     commands = ranked((pa.arc.commands for pa in shown), MAX_COMMANDS)
     if commands:
         feed.items.append(FeedItem(f"- Commands lately: {code_list(_text(c, 80) for c in commands)}", RANK_RECENT))
+    errors = error_names(shown)
+    if errors:
+        feed.items.append(FeedItem(f"- Errors lately: {code_list(errors)}", RANK_RECENT))
     return feed
 
 
@@ -290,13 +293,26 @@ def used_here(arcs: list[ProjectArc]) -> list[FeedItem]:
     if identifiers:
         items.append(FeedItem(f"- Identifiers: {code_list(_text(i, 80) for i in identifiers)}", RANK_IDENTIFIERS,
                               section=USED))
-    latest_errors = set(arcs[0].arc.open_errors) if arcs else set()
-    errors = [e for e in ranked((pa.arc.open_errors for pa in window), MAX_ERRORS + len(latest_errors))
-              if e not in latest_errors][:MAX_ERRORS]
+    errors = error_names(window)
     if errors:
-        listed = "; ".join(error_text(e) for e in errors)
-        items.append(FeedItem(f"- Errors seen: {listed}", RANK_ERRORS_SEEN, section=USED))
+        items.append(FeedItem(f"- Errors seen: {code_list(errors)}", RANK_ERRORS_SEEN, section=USED))
     return items
+
+
+_ERROR_NAME = re.compile(
+    r"\b(?:[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure|Fault)|E[A-Z]{3,}[A-Z0-9]*"
+    r"|TS\d{4}|E\d{4})\b"
+)
+
+
+def error_names(arcs: Sequence[ProjectArc]) -> list[str]:
+    """Error class names, errno names and compiler codes met in these arcs' errors and lessons
+    (``AssertionError``, ``ECONNREFUSED``, ``TS2345``), most frequent and recent first."""
+    per_arc = []
+    for pa in arcs:
+        texts = [*pa.arc.open_errors, *(m.text for m in pa.decision.note.markers if m.type == "lesson")]
+        per_arc.append([name for text in texts for name in _ERROR_NAME.findall(text)])
+    return ranked(per_arc, MAX_ERROR_NAMES)
 
 
 def routed_for(project: str, routed: Sequence[Routed], section: str) -> list[FeedItem]:

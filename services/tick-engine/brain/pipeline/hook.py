@@ -315,16 +315,37 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
         else:
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own) if s is not None]
+    notes = []
     if project is None:
         sections = read_feed(folder)
+        if index is not None and cwd and sections:
+            notes.append(new_project_note(cwd))
+    if sections:
+        notes.append(stale_note(index, now))
+    note = "\n".join(n for n in notes if n)
     budget = max(0, settings.feed_token_budget) * 4
-    note = stale_note(index, now) if sections else ""
     if note:
         budget = max(0, budget - len(note) - 2)
     text = assemble(sections, budget)
     if not text:
         return Context("", None)
     return Context(f"{note}\n\n{text}" if note else text, project)
+
+
+_WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
+
+
+def new_project_note(cwd: str) -> str:
+    """One line for a session the index knows nothing about: it names the folder, so the agent
+    knows the feed below is the fleet's, not this project's."""
+    path = normal_path(cwd)
+    for marker in _WORKTREE_MARKERS:
+        index = path.find(marker)
+        if index > 0:
+            path = path[:index]
+    name = path.rsplit("/", 1)[-1] or path
+    return (f"_No earlier sessions are recorded for `{name[:80]}` (`{path[:200]}`); below is what the "
+            f"other projects did lately._")
 
 
 def hook_answer(event: str, context: str) -> str:
