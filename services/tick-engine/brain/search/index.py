@@ -293,6 +293,8 @@ def _index_files(
 
 
 DEFAULT_MAX_BYTES = 2_000_000
+#: A rebuild's temporary file untouched this long belongs to a process that died.
+STALE_TEMP_SECONDS = 3600
 
 
 def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYTES) -> IndexStats:
@@ -303,7 +305,10 @@ def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_
     target = db_path(vault)
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temp.unlink(missing_ok=True)
+    for left in target.parent.glob(f".{target.name}.*.tmp"):  # a killed rebuild's, once it is clearly dead
+        with contextlib.suppress(OSError):
+            if left == temp or left.stat().st_mtime < time.time() - STALE_TEMP_SECONDS:
+                left.unlink()
     conn = sqlite3.connect(str(temp), isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=OFF")
