@@ -134,7 +134,7 @@ def test_scripted_one_shot_runs_rank_below_real_work(vault: Path) -> None:
     alpha = project_feed(vault)
     assert "Fix the importer" in alpha[: alpha.index("## Signals")]  # the handoff is real work, not the newest run
     recent = alpha[alpha.index("## Recent work here"): alpha.index("## Lessons")]
-    assert recent.index("Importer schema") < recent.index("Say OK (scripted run)")
+    assert recent.index("Importer schema") < recent.index("Say OK (one-shot run)")
 
 
 def test_no_filler_lines_and_no_diff_line_per_move(vault: Path) -> None:

@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from brain.core.feed_file import (
     NEVER,
@@ -36,7 +36,7 @@ from brain.core.feed_file import (
     cut,
     fit_budget,
 )
-from brain.core.heat import created_of, last_active_of
+from brain.core.heat import is_noise, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.model import ArcInfo
 from brain.core.redaction import redact
@@ -48,9 +48,6 @@ FOLDER = "projects"
 INDEX = f"{FOLDER}/index.json"
 INDEX_VERSION = 1
 PRIORITY = 50
-#: A run with at most this many human turns, shorter than this, is scripted (``claude -p``).
-SCRIPTED_MAX_TURNS = 1
-SCRIPTED_MAX_DURATION = timedelta(minutes=1)
 #: Arcs listed under "recent work", and arcs whose work lists are aggregated.
 RECENT_ARCS = 5
 AGGREGATE_ARCS = 20
@@ -91,12 +88,6 @@ class Routed:
     severity: str = ""
 
 
-def is_scripted(arc: ArcInfo, created: datetime, last_active: datetime) -> bool:
-    """A one-shot scripted run (``claude -p "…"``): at most one human turn, under a minute."""
-    turns = arc.activity.user_turns
-    return 0 < turns <= SCRIPTED_MAX_TURNS and last_active - created < SCRIPTED_MAX_DURATION
-
-
 def slug(project: str) -> str:
     text = re.sub(r"[^a-z0-9._-]+", "-", project.lower()).strip("-.")[:60]
     return text or "project"
@@ -120,9 +111,8 @@ def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[Project
         project = (arc.project or "").strip()
         if project.lower() in UNKNOWN_PROJECTS:
             continue
-        last = last_active_of(decision.note)
-        scripted = is_scripted(arc, created_of(decision.note), last)
-        by_project.setdefault(project, []).append(ProjectArc(decision, arc, last, scripted))
+        by_project.setdefault(project, []).append(ProjectArc(decision, arc, last_active_of(decision.note),
+                                                             is_noise(arc)))
     for arcs in by_project.values():
         arcs.sort(key=lambda a: (a.scripted, -a.last_active.timestamp(), a.arc.cluster_id))
     return by_project
@@ -221,7 +211,7 @@ def arc_line(pa: ProjectArc, *, with_project: bool) -> str:
     project = f"{_text(arc.project or '', 60)} · " if with_project else ""
     main_files = files_in_play(arc)[:ARC_FILES]
     files = f"; files: {code_list(_text(f, 80) for f in main_files)}" if main_files else ""
-    scripted = " (scripted run)" if pa.scripted else ""
+    scripted = " (one-shot run)" if pa.scripted else ""
     return f"- {pa.last_active.date().isoformat()} · {project}{what}{scripted}{files}"
 
 
