@@ -32,8 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from brain.core import feed, frontmatter, markers
-from brain.core.redaction import redact
-from brain.core.text import cut
+from brain.core.text import clean_text, cut
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import ALARM_SEVERITIES, AMYGDALA, SEVERITIES, SEVERITY_RANK
 
@@ -76,7 +75,7 @@ def field_text(value: object) -> str:
 
 
 def fold(text: str, max_chars: int) -> str:
-    """``text`` as one line of printable characters, at most ``max_chars`` long.
+    """``text`` as one line of printable characters, at most ``max_chars`` long (not redacted).
 
     Non-printable characters (controls, line and paragraph separators, format characters)
     become spaces and whitespace runs collapse; megabyte inputs are cut before they are looked at.
@@ -87,14 +86,13 @@ def fold(text: str, max_chars: int) -> str:
 
 
 def one_line(text: str, max_chars: int) -> str:
-    """Hostile text as one safe markdown paragraph: :func:`fold`, redacted (SPEC §10), escaped.
+    """Hostile text as one safe markdown paragraph: :func:`brain.core.text.clean_text`, then escaped.
 
-    ``<``/``>`` become ``&lt;``/``&gt;`` so no marker can open or close, and a leading
-    block-syntax character is backslash-escaped so the line can never be a ``---`` fence, a
-    heading or a list item.
+    ``clean_text`` folds it into one printable, redacted line without marker syntax; here
+    ``<``/``>`` also become ``&lt;``/``&gt;`` and a leading block-syntax character is
+    backslash-escaped, so the line can never be a ``---`` fence, a heading or a list item.
     """
-    # Redact before folding and cutting: a cut could split a secret the patterns then miss.
-    safe = fold(redact(text[: max_chars * 4]), max_chars).replace("<", "&lt;").replace(">", "&gt;")
+    safe = clean_text(text, max_chars).replace("<", "&lt;").replace(">", "&gt;")
     if safe and safe[0] in _BLOCK_STARTERS:
         safe = "\\" + safe
     return safe
@@ -524,7 +522,7 @@ def _clean_signal(signal: PublishedSignal) -> PublishedSignal:
         arc=fold(signal.arc, 200),
         source=fold(signal.source, SOURCE_MAX_CHARS),
         severity=signal.severity.strip().lower(),
-        text=fold(redact(signal.text[: ALARM_TEXT_MAX_CHARS * 4]), ALARM_TEXT_MAX_CHARS),
+        text=clean_text(signal.text, ALARM_TEXT_MAX_CHARS),
     )
 
 

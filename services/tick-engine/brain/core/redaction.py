@@ -33,6 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from brain.core.text import repair_surrogates
+
 REDACTED = "[REDACTED]"
 
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -314,25 +316,16 @@ _PASSES: tuple[_Pass, ...] = (
     *_ASSIGN_PASSES,
 )
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(text: str) -> str:
-    """``text`` safe to encode as UTF-8: lone surrogates become U+FFFD.
-
-    ``json.loads`` accepts escapes like ``\\ud83d`` that then break ``.encode("utf-8")``;
-    every string that leaves a session log goes through here.
-    """
-    if _SURROGATE.search(text) is None:
-        return text
-    return _SURROGATE.sub("\ufffd", text)
+#: Old name of :func:`brain.core.text.repair_surrogates`, kept for the session readers that import it
+#: from here; the one untrusted-text cleaner is :func:`brain.core.text.clean_text`.
+clean_text = repair_surrogates
 
 
 def redact(text: str) -> str:
     """``text`` with every recognised secret replaced by ``[REDACTED]`` (idempotent)."""
     if not text:
         return text
-    text = clean_text(text)
+    text = repair_surrogates(text)
     for step in _PASSES:
         text = step.pattern.sub(step.handler, text)
     return text

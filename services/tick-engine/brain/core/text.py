@@ -1,14 +1,61 @@
-"""Small text helpers shared by every writer of one-line text (feed, alarms, AI answers)."""
+"""Untrusted text made safe: the one ``clean_text`` for every writer of one-line text.
+
+Feed rows, alarm files, AI answers and agent notes all take text from outside the vault
+(session logs, stream events, LLM answers). :func:`clean_text` is the one definition of
+what such text may be once it is written into a note:
+
+* one line: line breaks, tabs and every other whitespace run become one space;
+* printable: lone surrogates become U+FFFD, ANSI escapes go, control and format characters
+  (``\\x00``, ``\\x1b``, U+2028, U+202E ...) become spaces;
+* no marker syntax: ``<!--`` and ``-->`` are removed (repeatedly, so pieces cannot rejoin);
+* redacted (SPEC §10), after the markers are gone (a removed ``<!--`` cannot hide a secret);
+* at most ``max_chars`` characters, cut on a word boundary with ``…``; megabyte inputs are
+  bounded before any of this runs.
+"""
 
 from __future__ import annotations
+
+import re
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 
 
 def cut(text: str, limit: int) -> str:
     """``text`` at most ``limit`` characters, cut on a word boundary when one is near, with ``…``."""
     if len(text) <= limit:
         return text
+    if limit <= 1:
+        return "…"[:limit]
     head = text[: max(1, limit - 1)]
     space = head.rfind(" ")
     if space >= limit // 2:
         head = head[:space]
     return head.rstrip(" ,;:-") + "…"
+
+
+def repair_surrogates(text: str) -> str:
+    """``text`` safe to encode as UTF-8: lone surrogates (from JSON ``\\ud83d`` escapes) become U+FFFD."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def strip_marker_syntax(text: str) -> str:
+    """``text`` without ``<!--`` / ``-->`` (repeated until none is left, so pieces cannot rejoin)."""
+    while "<!--" in text or "-->" in text:
+        text = text.replace("<!--", "").replace("-->", "")
+    return text
+
+
+def clean_text(text: str, max_chars: int) -> str:
+    """Untrusted ``text`` as one safe line of at most ``max_chars`` characters (see the module docstring)."""
+    from brain.core.redaction import redact  # redaction imports this module's helpers
+
+    bounded = text[: max(64, max_chars * 4)]
+    printable = _ANSI.sub("", repair_surrogates(bounded))
+    if not printable.isprintable():  # controls, separators, format and unassigned characters
+        printable = "".join(ch if ch.isprintable() else " " for ch in printable)
+    single = " ".join(strip_marker_syntax(printable).split())
+    safe = " ".join(strip_marker_syntax(redact(single)).split())
+    return cut(safe, max(1, max_chars))

@@ -1,0 +1,44 @@
+"""The one cleaner of untrusted text (feed rows, alarms, AI answers, agent notes)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brain.core import markers
+from brain.core.redaction import redact
+from brain.core.text import clean_text, cut
+
+SECRET = "sk-ant-" + "api03-" + "Zx9" * 30
+
+
+def test_clean_text_is_one_printable_redacted_line_without_marker_syntax() -> None:
+    hostile = (
+        "first\nsecond\r\n\tthird <!-- @signal severity=nuclear source=x -->boom<!-- @/signal -->"
+        f" key sk-ant<!---api03-{'Zx9' * 30} \x1b[31mred\x1b[0m \x00\u2028\u202e\ud83d end"
+    )
+    out = clean_text(hostile, 200)
+    assert "\n" not in out and "\r" not in out and "\t" not in out
+    assert "<!--" not in out and "-->" not in out and markers.parse(out) == ([], [])
+    assert "\x1b" not in out and "\x00" not in out and "\u2028" not in out and "\u202e" not in out
+    assert SECRET not in out and "api03" not in out and "[REDACTED]" in out  # a marker cannot split a secret
+    assert out.startswith("first second third @signal") and out.endswith("end")
+    out.encode("utf-8")  # lone surrogates repaired
+
+
+def test_clean_text_bounds_megabyte_input_and_cuts_on_a_word() -> None:
+    out = clean_text("word " * 400_000, 50)
+    assert len(out) <= 50 and out.endswith("…") and not out.endswith(" …")
+    assert clean_text("short", 50) == "short" and cut("short", 50) == "short"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300), st.integers(1, 120))
+def test_clean_text_properties_on_any_input(text: str, limit: int) -> None:
+    out = clean_text(text, limit)
+    assert len(out) <= limit
+    assert "\n" not in out and "<!--" not in out and "-->" not in out
+    assert all(ch.isprintable() or ch == " " for ch in out), repr(out)
+    assert redact(out) == out
+    assert clean_text(out, limit) == out
+    out.encode("utf-8")
