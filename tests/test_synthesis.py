@@ -4,7 +4,6 @@ unsynthesized arcs, validated like every other field and applied idempotently.""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,7 @@ from tests.support.vaults import NOW, tree_digest, write_arc
 from tests.test_ai_tick import tick
 from tests.test_apply import WHEN, A, B, C, D, apply_cli, body_markers, build, find, meta_of, settled
 from tests.test_prompt import arc
-
-SECRET = "sk-live0123456789abcdefXYZ"
-
-
-def fake_redact(text: str) -> str:
-    return re.sub(r"sk-[A-Za-z0-9]{10,}", "[REDACTED]", text)
-
+from tests.test_recommendations import SECRET, fake_redact
 
 ARCS = {
     "arc-a": ArcView("arc-a", "active", ("s1",)),
