@@ -20,7 +20,6 @@ import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from brain.core.markers import Marker
 from brain.core.model import ArcInfo, Note, Problem
 from brain.core.timeutil import date_in_text, parse_instant
 from brain.core.vocab import ALARM_SEVERITIES, CLOSED_STATUSES
@@ -119,11 +118,23 @@ def is_noise(arc: ArcInfo) -> bool:
         seconds=NOISE_SECONDS)
 
 
-def open_signals(markers: tuple[Marker, ...]) -> list[Marker]:
-    return [m for m in markers if m.type == "signal" and (m.attr("severity") or "info") != "resolved"]
+#: Heat inputs of the notes seen lately, by identity (the same frozen note asks more than once a
+#: tick: the keeper, then verify's second pass); the note is held so its id stays its own.
+_INPUTS: dict[int, tuple[Note, HeatInputs]] = {}
 
 
 def inputs_of(note: Note) -> HeatInputs:
+    known = _INPUTS.get(id(note))
+    if known is not None and known[0] is note:
+        return known[1]
+    if len(_INPUTS) > 100_000:
+        _INPUTS.clear()
+    inputs = _inputs_of(note)
+    _INPUTS[id(note)] = (note, inputs)
+    return inputs
+
+
+def _inputs_of(note: Note) -> HeatInputs:
     arc = note.arc
     assert arc is not None
     floors = []
@@ -139,7 +150,7 @@ def inputs_of(note: Note) -> HeatInputs:
         tool_calls=arc.activity.tool_calls,
         status=arc.status,
         joy=arc.activity.joy,
-        open_alarm=any(m.attr("severity") in ALARM_SEVERITIES for m in open_signals(note.markers)),
+        open_alarm=any(m.is_open_signal and m.attr("severity") in ALARM_SEVERITIES for m in note.markers),
         hot_floor=max(floors) if floors else None,
         noise=is_noise(arc),
     )
