@@ -251,3 +251,11 @@ def test_a_pasted_field_list_does_not_flood_the_identifiers() -> None:
     assert work.identifier_list() == ("parse_pr", "fieldName0", "fieldName1", "fieldName2", "fieldName3",
                                       "fieldName4", "fieldName5", "fieldName6", "fieldName7", "fieldName8",
                                       "fieldName9", "fieldName10")
+
+
+def test_files_are_repo_relative_and_worktrees_fold_into_the_repo() -> None:
+    from brain.core.worklog import relative_path
+
+    assert relative_path("/x/repo/.claude/worktrees/agent-a4ca7529/work/a.md", "/x/repo") == "work/a.md"
+    assert relative_path("C:\\w\\repo\\src\\a.py", "C:\\w\\repo") == "src/a.py"
+    assert relative_path("/elsewhere/b.py", "/x/repo") == "/elsewhere/b.py"

@@ -293,6 +293,7 @@ def identifiers(text: str) -> list[str]:
     return list(found)
 
 
+_WORKTREE_PREFIX = re.compile(r"^(?:\.claude/worktrees|\.worktrees)/[^/]+/")
 #: A prompt with more identifiers than this is mostly a paste.
 PASTE_IDENTIFIERS = 12
 
@@ -302,8 +303,9 @@ def relative_path(path: str, cwd: str) -> str:
     norm = path.replace("\\", "/")
     root = cwd.replace("\\", "/").rstrip("/")
     if root and norm.startswith(root + "/"):
-        return norm[len(root) + 1 :]
-    return norm
+        norm = norm[len(root) + 1 :]
+    # A subagent's worktree of the same repository is the same file: .claude/worktrees/<agent>/src/x.py
+    return _WORKTREE_PREFIX.sub("", norm)
 
 
 def _ranked(counts: Counter[str], order: dict[str, int]) -> tuple[tuple[str, int], ...]:
