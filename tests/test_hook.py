@@ -324,6 +324,8 @@ def test_the_cwd_finds_the_project(projects: Path, cwd: str, project: str | None
     else:
         assert text.startswith("# Active alarms")  # an active alarm reaches every session
         assert f"# {project}: where we left off" in text
+        if cwd.startswith("/mnt/ci/alpha/.worktrees"):  # matched by name, and its own name is alpha: no note
+            assert text.startswith("# Active alarms")
         assert "# Hot arcs" not in text and "# Signals" not in text  # the global files are not repeated
         other = "beta" if project == "alpha" else "alpha"
         assert f"# {other}:" not in text
@@ -342,6 +344,14 @@ def test_find_project_rules() -> None:
     assert hook.find_project(named, "/home/u/projects/spotter-worktrees/spotter-xyz") == "spotter"  # <repo>-<branch>
     assert hook.find_project(named, "/home/u/spotterific") is None
     assert hook.find_project(named, "/home/u/go-tools") is None  # names under 3 letters never prefix-match
+
+
+def test_a_checkout_matched_by_name_is_told_whose_feed_it_gets(projects: Path) -> None:
+    text = start(projects, "/mnt/ci/alpha-hotfix")
+    first, _, rest = text.partition("\n\n")
+    assert first == "_This folder (`alpha-hotfix`) looks like a checkout of `alpha`; its feed follows._"
+    assert rest.startswith("# Active alarms") and "# alpha: where we left off" in rest
+    assert start(projects, "/home/u/src/alpha/lib").startswith("# Active alarms")  # a recorded root: no note
 
 
 def test_an_explicit_cwd_flag_beats_the_hook_input(projects: Path) -> None:

@@ -196,35 +196,43 @@ def normal_path(path: str) -> str:
 
 
 def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
+    found = match_project(index, cwd)
+    return found[0] if found is not None else None
+
+
+def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, bool] | None:
     """The project a session in ``cwd`` belongs to: the recorded cwd itself, else the deepest
     recorded root it lies under (a sub-folder, a worktree inside the repository), else a path
     component named like a project (the same repository checked out elsewhere), else a path
-    component that starts with a project's name and a separator (``<repo>-<branch>``)."""
+    component that starts with a project's name and a separator (``<repo>-<branch>``).
+
+    Returns the project and whether a recorded directory matched (False: matched by name).
+    """
     if not cwd or not index.files:
         return None
     path = normal_path(cwd)
     exact = index.roots.get(path)
     if exact is not None:
-        return exact
+        return exact, True
     best: tuple[int, str] | None = None
     for root, project in index.roots.items():
         if root != "/" and path.startswith(root + "/") and (best is None or len(root) > best[0]):
             best = (len(root), project)
     if best is not None:
-        return best[1]
+        return best[1], True
     by_name = {name.lower(): name for name in index.files}
     components = [c.lower() for c in reversed(path.split("/")) if c.lower() not in GENERIC_COMPONENTS]
     for component in components:
         found = by_name.get(component)
         if found is not None:
-            return found
+            return found, False
     # A worktree or a second checkout named after its repository: ``spotter-dov``,
     # ``spotter-worktrees/…`` belong to ``spotter`` (the longest such project name wins).
     for component in components:
         prefixed = [name for name in by_name if len(name) >= 3 and component.startswith(name)
                     and component[len(name)] in "-_."]
         if prefixed:
-            return by_name[max(prefixed, key=len)]
+            return by_name[max(prefixed, key=len)], False
     return None
 
 
@@ -306,8 +314,10 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
     if folder is None:
         return Context("", None)
     index = load_index(folder)
-    project = find_project(index, cwd) if index is not None else None
+    found = match_project(index, cwd) if index is not None else None
+    project = found[0] if found is not None else None
     sections: list[FeedSection] = []
+    notes = []
     if index is not None and project is not None:
         own = read_section(folder / index.files[project])
         if own is None:
@@ -315,7 +325,9 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
         else:
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own) if s is not None]
-    notes = []
+            if cwd and found is not None and not found[1] and folder_name(cwd).lower() != project.lower():
+                notes.append(f"_This folder (`{folder_name(cwd)[:80]}`) looks like a checkout of `{project[:80]}`; "
+                             f"its feed follows._")
     if project is None:
         sections = read_feed(folder)
         if index is not None and cwd and sections:
@@ -335,17 +347,26 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
 _WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
 
 
-def new_project_note(cwd: str) -> str:
-    """One line for a session the index knows nothing about: it names the folder, so the agent
-    knows the feed below is the fleet's, not this project's."""
+def repository_path(cwd: str) -> str:
+    """``cwd`` without a worktree tail (``<repo>/.claude/worktrees/<name>`` is ``<repo>``)."""
     path = normal_path(cwd)
     for marker in _WORKTREE_MARKERS:
         index = path.find(marker)
         if index > 0:
             path = path[:index]
-    name = path.rsplit("/", 1)[-1] or path
-    return (f"_No earlier sessions are recorded for `{name[:80]}` (`{path[:200]}`); below is what the "
-            f"other projects did lately._")
+    return path
+
+
+def folder_name(cwd: str) -> str:
+    path = repository_path(cwd)
+    return path.rsplit("/", 1)[-1] or path
+
+
+def new_project_note(cwd: str) -> str:
+    """One line for a session the index knows nothing about: it names the folder, so the agent
+    knows the feed below is the fleet's, not this project's."""
+    return (f"_No earlier sessions are recorded for `{folder_name(cwd)[:80]}` (`{repository_path(cwd)[:200]}`); "
+            f"below is what the other projects did lately._")
 
 
 def hook_answer(event: str, context: str) -> str:
