@@ -139,3 +139,11 @@ def test_prompt_terms_are_scored_apart_from_the_headline() -> None:
     assert score.knowable == m.Ratio(0, 1)  # terms never count in R_kn
     line = m.Verdict(False, {"empty": "better", "oracle": "worse", "recent-titles": "indistinguishable"}).line()
     assert line == "Brain is better than empty; worse than oracle; indistinguishable from recent-titles"
+
+
+def test_the_project_name_is_not_a_needed_item() -> None:
+    items = (NeededItem("command", "deep-manifest", ("deep manifest",), "deep-manifest", 3),
+             NeededItem("file", "tar.py", ("tar py",), "tar.py", 0))
+    kept = m.without_project(items, "deep-manifest", "/src/deep-manifest")
+    assert [i.key for i in kept] == ["tar.py"]
+    assert [i.key for i in m.without_project(items, "other", "/src/Deep_Manifest/")] == ["tar.py"]

@@ -105,7 +105,7 @@ def evaluate(
     results = []
     for target_run in runs:
         target = target_run.session
-        needed = needs[target.id].headline()
+        needed = m.without_project(needs[target.id].headline(), target.project, target.cwd)
         earlier = frozenset(
             item.key for other in universe if other.end < target.start for item in needs[other.id].headline()
         )

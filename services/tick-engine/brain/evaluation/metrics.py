@@ -131,6 +131,13 @@ def score_feed(
     )
 
 
+def without_project(items: Iterable[NeededItem], project: str, cwd: str) -> tuple[NeededItem, ...]:
+    """The items minus the project's own name (``deep-manifest`` run in /src/deep-manifest): the
+    project is not a needed item, the agent knows its cwd (FEED-METRIC §2)."""
+    names = {normalise(project), normalise(cwd.rstrip("/").rsplit("/", 1)[-1])} - {""}
+    return tuple(i for i in items if normalise(i.key) not in names)
+
+
 def knowable_keys(needed: Iterable[NeededItem], earlier_keys: frozenset[str]) -> frozenset[str]:
     """Keys of the session's items that some earlier session had among its items."""
     return frozenset(i.key for i in needed if i.key in earlier_keys)
