@@ -74,7 +74,8 @@ def test_error_then_fix_revert_and_correction_in_the_act_session(tmp_path: Path)
     assert act.kind == "lesson" and act.text.startswith("`act` failed with ")
     assert "fixed by editing `.github/workflows/ci.yml`" in act.text
     assert found["fe869ecb:57"].kind == "lesson" and "`.github/workflows/ci.yml`" in found["fe869ecb:57"].text
-    assert "line 41" in found["fe869ecb:57"].text and "reverted" in found["fe869ecb:57"].text
+    assert "line 41" in found["fe869ecb:57"].text and "reverted (adding `continue-on-error: true`)" in \
+        found["fe869ecb:57"].text
     decision = found["fe869ecb:48"]
     assert decision.kind == "decision" and decision.text.startswith("Wait, does it only run on main?")
     assert decision.date == "2025-06-14"

@@ -66,6 +66,16 @@ def _opening(text: str) -> str:
     return " ".join(parts) if parts else text.strip()
 
 
+def _changed_line(before: str, after: str) -> str:
+    """The first line of ``before`` that ``after`` does not have, shortened: what the edit touched."""
+    kept = set(after.splitlines())
+    for raw in before.splitlines():
+        line = raw.strip()
+        if line and raw not in kept:
+            return line.replace("`", "'")[:60]
+    return ""
+
+
 def is_correction(text: str) -> bool:
     """True when a human prompt corrects the agent (see the module doc)."""
     head = text.strip()[:600]
@@ -112,8 +122,13 @@ class LessonMiner:
             return
         earlier = self._edit_keys.get(self._key(path, new, old))
         if earlier is not None:
-            self._add("lesson", f"The change to `{path}` made at line {earlier} was reverted: the edit was undone "
-                      "instead of kept.", line)
+            # This edit turns ``old`` back into ``new``: the earlier change had introduced ``old``.
+            introduced, removed = _changed_line(old, new), _changed_line(new, old)
+            what = (f" (`{removed}` → `{introduced}`)" if introduced and removed
+                    else f" (adding `{introduced}`)" if introduced
+                    else f" (removing `{removed}`)" if removed else "")
+            self._add("lesson", f"The change to `{path}` made at line {earlier} was reverted{what}: it did not "
+                      "hold.", line)
         self._edit_keys.setdefault(self._key(path, old, new), line)
 
     def shell(self, line: int, command: str) -> None:
