@@ -268,3 +268,18 @@ def test_recent_work_across_projects_for_sessions_outside_them(vault: Path) -> N
     assert "Reply with HELLO" not in recent  # a scripted run is not work
     assert "`lib/importer.py`" in rows[0] and "- Commands lately: `uv run pytest`" in recent
     assert "- Errors lately: `KeyError`" in recent
+
+
+def test_a_one_prompt_session_that_worked_for_an_hour_is_real_work() -> None:
+    turns = {"sessions": 1, "user_turns": 1, "tool_calls": 90, "errors": 0, "joy": 0, "compactions": 0}
+    long_run = arc_note("2026-11-21-long-0123456789f1", title="Port the parser", activity=turns,
+                        created="2026-11-21T09:00:00Z", last_active="2026-11-21T10:30:00Z")
+    one_shot = arc_note("2026-11-21-ping-0123456789f2", title="Say PONG", activity=turns,
+                        created="2026-11-21T11:00:00Z", last_active="2026-11-21T11:00:10Z")
+    older = arc_note("2026-11-19-old-0123456789f3", title="Older work", created="2026-11-19T09:00:00Z",
+                     last_active="2026-11-19T12:00:00Z")
+    text = rendered(build([long_run, one_shot, older]), "projects/alpha.md")
+    assert "- Last session (2026-11-21 10:30): Port the parser" in text
+    recent = text[text.index("## Recent work here"):]
+    assert recent.index("Older work") < recent.index("Say PONG (one-shot run)")
+    assert "Port the parser (one-shot" not in text

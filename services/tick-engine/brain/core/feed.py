@@ -49,12 +49,13 @@ from brain.core.feed_file import (
 from brain.core.feed_file import FeedFile as FeedFile  # re-exported: the keeper and amygdala build on them
 from brain.core.feed_file import FeedItem as FeedItem
 from brain.core.feed_file import tokens as tokens
-from brain.core.heat import created_of, is_noise, last_active_of
+from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.markers import Marker
 from brain.core.model import Note, Problem
 from brain.core.project_feed import (
     Routed,
+    is_one_shot,
     latest_real_arcs,
     project_arcs,
     project_files,
@@ -93,7 +94,7 @@ class ArcView:
     path: str
     summary: str | None
     last_active: datetime
-    scripted: bool = False  # a scripted one-shot or sub-minute run (heat.is_noise): after real work
+    scripted: bool = False  # a scripted one-shot run (project_feed.is_one_shot): listed after real work
 
 
 def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
@@ -101,9 +102,10 @@ def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
     for decision in decisions.values():
         arc = decision.note.arc
         assert arc is not None
+        last = last_active_of(decision.note)
         views.append(
             ArcView(arc.cluster_id, arc.title, arc.region, decision.status, decision.heat, decision.path,
-                    arc.summary, last_active_of(decision.note), is_noise(arc))
+                    arc.summary, last, is_one_shot(arc, created_of(decision.note), last))
         )
     return views
 

@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from brain.core.feed_file import (
     NEVER,
@@ -36,7 +36,7 @@ from brain.core.feed_file import (
     cut,
     fit_budget,
 )
-from brain.core.heat import is_noise, last_active_of
+from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.model import ArcInfo
 from brain.core.redaction import redact
@@ -88,6 +88,20 @@ class Routed:
     severity: str = ""
 
 
+#: A scripted one-shot run (``claude -p "…"``): at most this many human turns AND shorter than this.
+ONE_SHOT_MAX_TURNS, ONE_SHOT_MAX_DURATION = 1, timedelta(minutes=1)
+
+
+def is_one_shot(arc: ArcInfo, created: datetime, last_active: datetime) -> bool:
+    """A scripted one-shot run: listed after real work in the hot table and the project feed.
+
+    Narrower than :func:`brain.core.heat.is_noise` (one turn OR under a minute) on purpose:
+    a one-prompt session that worked for an hour is real work, and the feed's handoff and
+    recent arcs must show it where it belongs in time.
+    """
+    return 0 < arc.activity.user_turns <= ONE_SHOT_MAX_TURNS and last_active - created < ONE_SHOT_MAX_DURATION
+
+
 def slug(project: str) -> str:
     text = re.sub(r"[^a-z0-9._-]+", "-", project.lower()).strip("-.")[:60]
     return text or "project"
@@ -111,8 +125,9 @@ def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[Project
         project = (arc.project or "").strip()
         if project.lower() in UNKNOWN_PROJECTS:
             continue
-        by_project.setdefault(project, []).append(ProjectArc(decision, arc, last_active_of(decision.note),
-                                                             is_noise(arc)))
+        last = last_active_of(decision.note)
+        one_shot = is_one_shot(arc, created_of(decision.note), last)
+        by_project.setdefault(project, []).append(ProjectArc(decision, arc, last, one_shot))
     for arcs in by_project.values():
         arcs.sort(key=lambda a: (a.scripted, -a.last_active.timestamp(), a.arc.cluster_id))
     return by_project
