@@ -220,6 +220,7 @@ class _Tick:
     skip_reason: str
     keeper_only: bool
     tx: Transaction | None = None
+    candidates_key: str | None = None  # what the --no-ai candidate report was computed from
 
     @property
     def vault(self) -> Path:
@@ -336,7 +337,8 @@ def _run(tick: _Tick) -> None:
     elif tick.ai_phase is None:
         for name in ("prompt", "llm", "apply"):
             report.ai_phases[name] = {"skipped": tick.skip_reason}
-        report.ai_phases["prompt"].update(_candidates(snapshot, state))
+        tick.candidates_key, candidates = _candidates(snapshot, state)
+        report.ai_phases["prompt"].update(candidates)
     else:
         outcome = tick.ai_phase(s, snapshot, kplan, now, tick.tx.journal if tick.tx else None, dry_run)
         report.ai_phases.update(outcome.phases)
@@ -515,13 +517,13 @@ def _arcs_key(snapshot: Snapshot) -> str:
     return hashlib.sha1("".join(rows).encode(), usedforsecurity=False).hexdigest()
 
 
-def _candidates(snapshot: Snapshot, state: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``--no-ai`` candidate report, reused from the last tick while the arcs are the same."""
+def _candidates(snapshot: Snapshot, state: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The ``--no-ai`` candidate report (and its key), reused from the last tick while the arcs are the same."""
     key = _arcs_key(snapshot)
     cached = state.get("candidates")
     if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("report"), dict):
-        return dict(cached["report"])
-    return {"_key": key, **candidate_report(snapshot.notes.values())}
+        return key, dict(cached["report"])
+    return key, candidate_report(snapshot.notes.values())
 
 
 # --- verify ------------------------------------------------------------------------------------------
@@ -684,7 +686,7 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         return
     after = _listing_after(listing, snapshot, report.result)
     prompt = report.ai_phases.get("prompt", {})
-    key = prompt.pop("_key", None) or _arcs_key(snapshot)
+    key = tick.candidates_key or _arcs_key(snapshot)
     state = {
         "tick_id": report.tick_id,
         "now": iso(tick.now),
