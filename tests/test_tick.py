@@ -455,3 +455,31 @@ def test_the_scan_delta_names_changed_and_removed_notes(vault: Path) -> None:
     second = run_tick(s, now, no_ai=True, dry_run=False)
     assert second.delta.changed == ("daily/today.md",)
     assert second.delta.removed == (gone.relative_to(vault).as_posix(),)
+
+
+def test_an_arc_edited_between_the_scan_and_its_read_is_left_for_the_next_tick(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-late-0123456789ab", sessions=["a"], heat=0,
+                     tool_calls=10, last_active="2026-11-21T11:00:00Z", status="complete")
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    code, _ = run_tick_json(vault, now="2026-11-21T11:30:00Z")  # the parse cache knows the file now
+    assert code == 0
+    import brain.pipeline.tick as tick_module
+
+    real = tick_module.read_texts
+
+    def edit_then_read(*args: object, **kwargs: object) -> object:
+        path.write_text(path.read_text() + "\nOperator wrote this after the scan.\n")
+        monkeypatch.setattr(tick_module, "read_texts", real)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tick_module, "read_texts", edit_then_read)
+    code, report = run_tick_json(vault, now="2026-11-25T12:00:00Z")
+    assert code == 0, report["problems"]  # verify does not count it as a failed second pass
+    assert any(p["path"] == "clusters/2026-11-21/2026-11-21-late-0123456789ab.md"
+               and "changed since the scan" in p["message"] for p in report["problems"])
+    assert "Operator wrote this after the scan." in path.read_text()
+    code, report = run_tick_json(vault, now="2026-11-25T12:00:00Z")  # the next tick takes it up
+    assert code == 0 and "Operator wrote this after the scan." in path.read_text()
+    assert "heat: 0" not in path.read_text()

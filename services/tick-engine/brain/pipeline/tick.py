@@ -416,6 +416,7 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     report = tick.report
     texts, problems = read_texts(snapshot, [d.note for d in decisions.changed()])
     report.problems.extend(problems)
+    report.result.conflicts.update(p.path for p in problems)  # left for the next tick, like a writer conflict
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
                         folder_tokens=_folder_tokens(tick.feed_dir), extra_diff=extra_diff,
                         intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards)
