@@ -394,7 +394,8 @@ def _run(tick: _Tick) -> None:
     })
     if not dry_run:
         writer.prune_journals(vault, s.journal_keep)
-        _save_state(tick, listing, snapshot, final, _dashboards_key(final))
+        _save_state(tick, listing, snapshot, final,
+                    dashboards_key if final is kplan.decisions else _dashboards_key(final))
 
 
 @dataclass(frozen=True)
