@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -219,3 +220,30 @@ def test_operator_edits_racing_a_tick_are_never_lost(tmp_path: Path) -> None:
     conflicts = [p for r in reports for p in r["problems"]
                  if "during the tick" in p["message"] or "changed since the scan" in p["message"]]
     assert conflicts, "no edit raced a commit: the test proved nothing"
+
+
+def test_recovery_keeps_a_staged_file_that_is_neither_image(tmp_path: Path) -> None:
+    """A crash in the instant an operator's save was exchanged out leaves their bytes in the
+    staged file: recovery keeps them in the journal instead of deleting them."""
+    from brain.io import writer
+    from brain.pipeline.tick import new_tick_id
+
+    vault = init_vault(tmp_path / "v")
+    arc = write_arc(vault, "clusters/2026-11-21", "2026-11-21-x-0123456789ab", sessions=["a"])
+    rel = arc.relative_to(vault).as_posix()
+    before = arc.read_bytes()
+    journal = writer.Journal(vault, new_tick_id(vault, datetime_now()), datetime_now())
+    journal.record([{"op": "write", "path": rel, "before": writer.sha1_bytes(before),
+                     "after": writer.sha1_bytes(b"new")}], [before])
+    writer.temp_path(arc).write_bytes(before + b"\noperator line\n")  # the state the crash left
+    [result] = writer.recover(vault)
+    assert result.done and arc.read_bytes() == before
+    kept = vault / writer.JOURNAL_DIR / journal.tick_id / "preserved" / rel
+    assert kept.read_bytes() == before + b"\noperator line\n"
+    assert not writer.temp_path(arc).exists()
+
+
+def datetime_now() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime(2026, 11, 21, 12, tzinfo=UTC)

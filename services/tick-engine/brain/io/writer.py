@@ -419,7 +419,7 @@ def _renameat2(src: str, dst: str, flags: int) -> bool:
     import errno
 
     code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
         return False
     raise OSError(code, os.strerror(code), dst)
 
@@ -693,14 +693,27 @@ def recover(vault: Path) -> list[UndoResult]:
             for op in manifest["ops"]:  # content staged but never renamed into place
                 for rel in (op["path"], op.get("dst")):
                     if rel:
-                        with contextlib.suppress(OSError):
-                            temp_path(vault / rel).unlink()
+                        _clear_staged(vault, manifest["tick_id"], rel, op)
             result = undo(vault, manifest["tick_id"], force=False)
             if not result.done:
                 # Someone edited a file after the crash: keep their text, roll back the rest.
                 result = _undo_unconflicted(vault, manifest, result)
             results.append(result)
     return results
+
+
+def _clear_staged(vault: Path, tick_id: str, rel: str, op: dict[str, Any]) -> None:
+    """Remove a staged temp file; one holding neither the before nor the after image is an
+    operator's save caught mid-exchange by the crash: it is kept in the journal, not deleted."""
+    staged = temp_path(vault / rel)
+    data = _read(staged)
+    if data is None:
+        return
+    if sha1_bytes(data) not in (op.get("before"), op.get("after")):
+        with contextlib.suppress(OSError):
+            atomic_write(vault / JOURNAL_DIR / tick_id / "preserved" / rel, data)
+    with contextlib.suppress(OSError):
+        staged.unlink()
 
 
 def _undo_unconflicted(vault: Path, manifest: dict[str, Any], first: UndoResult) -> UndoResult:
