@@ -455,6 +455,11 @@ def test_the_scan_delta_names_changed_and_removed_notes(vault: Path) -> None:
     second = run_tick(s, now, no_ai=True, dry_run=False)
     assert second.delta.changed == ("daily/today.md",)
     assert second.delta.removed == (gone.relative_to(vault).as_posix(),)
+    # with what the tick itself wrote: the dashboard that no longer lists the gone arc; no feed file
+    whole = second.notes_changed()
+    assert "clusters/2026-11-01/_dashboard.md" in whole.changed and "daily/today.md" in whole.changed
+    assert not any(p.startswith("brain-feed/") for p in whole.changed)
+    assert whole.removed == (gone.relative_to(vault).as_posix(),)
 
 
 def test_an_arc_edited_between_the_scan_and_its_read_is_left_for_the_next_tick(

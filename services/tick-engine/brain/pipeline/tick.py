@@ -130,6 +130,17 @@ class TickReport:
     ai_applied: bool = False
     #: What the scan found changed since the last one (post-scan steps such as a search index use it).
     delta: ScanDelta = field(default_factory=ScanDelta)
+    feed_rel: str | None = None  # the feed folder inside the vault, if it is there
+
+    def notes_changed(self) -> ScanDelta:
+        """Every note path this tick found or left changed: what the scan saw changed since the
+        last one, plus what the tick itself wrote, moved and deleted (feed files excluded)."""
+        moved_from = {src for src, _ in self.result.moved}
+        feed = f"{self.feed_rel}/" if self.feed_rel else None
+        written = {p for p in self.result.written if p.endswith(".md") and not (feed and p.startswith(feed))}
+        changed = set(self.delta.changed) | written | {dst for _, dst in self.result.moved}
+        removed = (set(self.delta.removed) | moved_from | set(self.result.deleted)) - changed
+        return ScanDelta(tuple(sorted(changed - removed)), tuple(sorted(removed)))
 
     @property
     def phases(self) -> dict[str, dict[str, Any]]:
@@ -244,8 +255,8 @@ def run_tick(
     feed_dir = s.feed_dir
     tick_id = new_tick_id(vault, now)
     report = TickReport(tick_id, now, dry_run, no_ai or ai_phase is None)
-    tick = _Tick(s, now, report, feed_dir, feed_relative(vault, feed_dir), ai_phase, ai_skip_reason or "--no-ai",
-                 keeper_only)
+    report.feed_rel = feed_relative(vault, feed_dir)
+    tick = _Tick(s, now, report, feed_dir, report.feed_rel, ai_phase, ai_skip_reason or "--no-ai", keeper_only)
     started = time.perf_counter()
     collecting = gc.isenabled()
     gc.disable()  # a tick allocates a few objects per note and frees them by reference counting
@@ -408,7 +419,8 @@ class _Stat:
 
 def _after_scan(tick: _Tick, snapshot: Snapshot) -> None:
     """Post-scan steps: each gets the snapshot and ``tick.report.delta`` (what changed since the
-    last scan). Steps that keep their own view of the vault (a search index) are wired here."""
+    last scan). Steps that keep their own view of the vault (a search index) are wired here, or,
+    to also see what this tick wrote, after the run with ``report.notes_changed()``."""
 
 
 def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
