@@ -155,6 +155,9 @@ def test_the_report_has_every_feed_and_the_verdict(evaluation: Evaluation) -> No
     assert set(data["aggregate"]) == {"brain", *bl.BASELINES}
     assert set(data["comparisons"]) == set(bl.BASELINES)
     assert data["aggregate"]["oracle"]["r_kn_project"] == 1.0
+    assert data["projects"]["alpha"]["targets"] == 1 and data["projects"]["beta"]["targets"] == 2
+    assert data["projects"]["beta"]["r_kn"]["recent-digest"] == pytest.approx((1 + 2 / 3) / 2, abs=1e-4)
+    assert "\nPer project" in text
     assert as_json(evaluation) == as_json(evaluation)
 
 

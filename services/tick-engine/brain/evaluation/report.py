@@ -8,7 +8,7 @@ from typing import Any
 
 from brain.evaluation import baselines as bl
 from brain.evaluation.evaluate import BRAIN, FEEDS, Evaluation
-from brain.evaluation.metrics import Aggregate, Comparison, FeedScore
+from brain.evaluation.metrics import Aggregate, Comparison, FeedScore, Scored, aggregate
 from brain.evaluation.needs import KINDS
 from brain.evaluation.replay import format_instant
 
@@ -63,6 +63,14 @@ def human(evaluation: Evaluation) -> str:
                      *(_num(a.per_kind[k]) for k in KINDS), _num(a.r_all), _num(a.project_hit),
                      _num(a.precision), _num(a.tokens, 0), _num(a.tokens_per_hit, 0), str(a.lucky_hits)])
     out += _table(header, rows)
+    out += ["", "Per project (R_kn session macro within the project; brain's project hit, precision and tokens)"]
+    header = ["project", "targets", "scored", *(SHORT[f] for f in FEEDS), "proj_hit", "precision", "tokens"]
+    rows = []
+    for project, feeds in per_project(evaluation).items():
+        ours = feeds[BRAIN]
+        rows.append([project[:20], str(ours.targets), str(ours.scored), *(_num(feeds[f].r_kn_session) for f in FEEDS),
+                     _num(ours.project_hit), _num(ours.precision), _num(ours.tokens, 0)])
+    out += _table(header, rows)
     rediscovery = evaluation.aggregates[BRAIN].rediscovery
     terms = ", ".join(f"{SHORT[f]} {_num(evaluation.aggregates[f].terms)}" for f in FEEDS)
     out += ["", f"re-discovery rate |K|/|N|: {_num(rediscovery)}",
@@ -78,6 +86,19 @@ def human(evaluation: Evaluation) -> str:
     for warning in evaluation.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"
+
+
+def per_project(evaluation: Evaluation) -> dict[str, dict[str, Aggregate]]:
+    """Each project's aggregate per feed (FEED-METRIC's targets are per project)."""
+    projects = sorted({t.session.project for t in evaluation.targets})
+    return {
+        project: {
+            name: aggregate([Scored(t.session.id, project, t.scores[name]) for t in evaluation.targets
+                             if t.session.project == project])
+            for name in FEEDS
+        }
+        for project in projects
+    }
 
 
 def _ci(ci: tuple[float, float] | None) -> str:
@@ -141,6 +162,13 @@ def as_json(evaluation: Evaluation) -> str:
             for t in evaluation.targets
         ],
         "aggregate": {name: _aggregate(evaluation.aggregates[name]) for name in FEEDS},
+        "projects": {
+            project: {"targets": feeds[BRAIN].targets, "scored": feeds[BRAIN].scored,
+                      "r_kn": {name: _round(a.r_kn_session) for name, a in feeds.items()},
+                      "project_hit": _round(feeds[BRAIN].project_hit), "precision": _round(feeds[BRAIN].precision),
+                      "tokens": _round(feeds[BRAIN].tokens)}
+            for project, feeds in per_project(evaluation).items()
+        },
         "comparisons": {c.baseline: _comparison(c) for c in evaluation.comparisons},
         "verdict": {"useless": evaluation.verdict.useless, "against": dict(evaluation.verdict.against),
                     "line": evaluation.verdict.line()},
