@@ -156,18 +156,21 @@ def _inputs_of(note: Note) -> HeatInputs:
     )
 
 
+_ZERO, _DAY, _THREE_DAYS, _WEEK = timedelta(0), timedelta(hours=24), timedelta(hours=72), timedelta(days=7)
+
+
 def compute(inputs: HeatInputs, now: datetime, s: Settings) -> int:
     age = now - inputs.last_active
-    if age < timedelta(0):
-        age = timedelta(0)  # a clock ahead of ours is "just now"
+    if age < _ZERO:
+        age = _ZERO  # a clock ahead of ours is "just now"
     heat = 0
     if inputs.noise:
         pass  # noise earns no recency and no session heat
-    elif age <= timedelta(hours=24):
+    elif age <= _DAY:
         heat += s.heat_recent_24h
-    elif age <= timedelta(hours=72):
+    elif age <= _THREE_DAYS:
         heat += s.heat_recent_72h
-    elif age <= timedelta(days=7):
+    elif age <= _WEEK:
         heat += s.heat_recent_7d
     if not inputs.noise:
         heat += min(s.heat_sessions_max, max(0, inputs.sessions))
@@ -195,7 +198,7 @@ def inactive_days(inputs: HeatInputs, now: datetime) -> float:
     return max(0.0, (now - inputs.last_active).total_seconds() / 86400)
 
 
-def next_change(inputs: HeatInputs, now: datetime, s: Settings) -> datetime | None:
+def next_change(inputs: HeatInputs, now: datetime, s: Settings, current: int | None = None) -> datetime | None:
     """The first instant after ``now`` at which the keeper may decide this arc differently:
     its heat (:func:`compute`) changes, or its inactivity passes ``graduate_days``. None: never.
 
@@ -208,11 +211,13 @@ def next_change(inputs: HeatInputs, now: datetime, s: Settings) -> datetime | No
     tick = timedelta(microseconds=1)  # "within 24 h" holds at 24 h exactly and fails just after
     candidates: list[datetime] = []
     try:
-        lowest = compute(inputs, last + timedelta(days=36_500), s)
         graduate_at = last + timedelta(days=s.graduate_days) + tick
         if graduate_at > now:
             candidates.append(graduate_at)
-        current = compute(inputs, now, s)
+        if current is None:
+            current = compute(inputs, now, s)
+        # heat never rises with time: at 0 it stays (most graduated arcs), else find its floor
+        lowest = 0 if current == 0 else compute(inputs, last + timedelta(days=36_500), s)
         if current != lowest:
             for offset in (timedelta(hours=24), timedelta(hours=72), timedelta(days=7)):
                 candidates.append(last + offset + tick)

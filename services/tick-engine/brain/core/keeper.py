@@ -135,9 +135,10 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         if horizon:  # the keeper's pass reports bad dates; a check pass need not again
             out.problems.extend(date_problems(note))
         inputs = inputs_of(note)
-        live.append((note, compute(inputs, now, s), inputs))
+        heat = compute(inputs, now, s)
+        live.append((note, heat, inputs))
         if horizon:
-            changes = next_change(inputs, now, s)
+            changes = next_change(inputs, now, s, heat)
             if changes is not None and (out.next_change is None or changes < out.next_change):
                 out.next_change = changes
 
