@@ -29,17 +29,9 @@ from typing import Any
 
 from brain.core import frontmatter
 from brain.core.apply import CurrentArc, plan_answer
+from brain.core.candidates import candidate_summary, live_arcs
 from brain.core.model import Note, Problem
-from brain.core.prompt import (
-    EXCERPT_ARCS,
-    HeatSource,
-    Prompt,
-    build_prompt,
-    candidate_summary,
-    excerpt,
-    live_arcs,
-    unsynthesized,
-)
+from brain.core.prompt import EXCERPT_ARCS, HeatSource, Prompt, build_prompt, excerpt, unsynthesized
 from brain.core.recommendations import (
     ANSWER_SCHEMA,
     AnswerError,
