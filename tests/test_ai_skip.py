@@ -44,12 +44,17 @@ def test_an_unchanged_prompt_skips_the_call_and_a_change_asks_again(vault: Path,
     assert len(llm_stub.requests) == 2 and third["phases"]["verify"]["ok"]
     assert "Make logins boring" in (vault / "brain-feed" / "intent.md").read_text()
 
+    # Another model has not been asked this question yet.
+    llm_stub.enqueue(openai_answer(QUIET))
+    code, other_model = tick(vault, llm_stub, "openai", env={"BRAIN_LLM_MODEL": "other-model"})
+    assert code == 0 and other_model["phases"]["llm"]["attempts"] == 1 and len(llm_stub.requests) == 3, other_model
+
     # An operator edit changes the prompt: the model is asked again.
     path = find(vault, "2026-11-09-auth-rewrite-0123456789ac")
     path.write_text(path.read_text().replace("title: Rewrite auth", "title: Rewrite auth with passkeys"))
     llm_stub.enqueue(openai_answer(QUIET))
     code, fourth = tick(vault, llm_stub, "openai")
-    assert code == 0 and fourth["phases"]["llm"]["attempts"] == 1 and len(llm_stub.requests) == 3, fourth
+    assert code == 0 and fourth["phases"]["llm"]["attempts"] == 1 and len(llm_stub.requests) == 4, fourth
 
 
 def test_a_failed_ai_tick_does_not_make_the_next_one_skip(vault: Path, llm_stub: LLMStub) -> None:

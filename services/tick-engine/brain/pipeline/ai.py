@@ -10,8 +10,8 @@ object ends the AI phases with ``failed`` (the tick exits 4); phase 1 already wr
 feed.
 
 Unchanged vault, no call: after an AI tick whose answer was usable, the prompt's digest (both
-messages without their clock prefix) is kept in ``.brain/ai-state.json``; a later tick whose
-prompt has the same digest skips the LLM call and the apply (reported as
+messages without their clock prefix) and the model are kept in ``.brain/ai-state.json``; a
+later tick whose prompt has the same digest, for the same model, skips the LLM call and the apply (reported as
 ``{"skipped": "prompt unchanged since <tick_id>"}``) — the same question would cost the same
 money for, at best, the same answer (``llm_skip_unchanged``, on by default). Every answer the model gave is kept, redacted, under ``.brain/answers/<tick_id>.json``
 (with the prompt it answered, its usage and cost) for audit and for ``brain apply``; the
@@ -113,8 +113,9 @@ def make_ai_phase(settings: Settings, *, client: LLMClient | None = None) -> AIP
         prompt = prompt_for(s, snapshot, now, kplan.decisions)
         phases["prompt"] = {"ms": _ms(t), "tokens": prompt.tokens, "budget": s.prompt_token_budget,
                             "sections": prompt.sections, **candidate_summary(prompt.found)}
+        key = f"{prompt.digest} {s.llm_model}"
         last = last_prompt(snapshot.vault) if s.llm_skip_unchanged else None
-        if last is not None and last[0] == prompt.digest:
+        if last is not None and last[0] == key:
             skipped = f"prompt unchanged since {last[1]}"
             phases["llm"] = {"skipped": skipped}
             phases["apply"] = {"skipped": skipped}
@@ -143,7 +144,7 @@ def make_ai_phase(settings: Settings, *, client: LLMClient | None = None) -> AIP
                                "cost_usd": completion.cost_usd})
         if not outcome.failed and journal is not None and not dry_run:
             try:
-                remember_prompt(snapshot.vault, prompt.digest, journal.tick_id)
+                remember_prompt(snapshot.vault, key, journal.tick_id)
             except OSError as exc:  # the next tick then asks again: a cost, not a fault
                 outcome.problems.append(Problem(AI_STATE, None, f"could not keep the prompt digest: {exc}"))
         return outcome
@@ -152,18 +153,19 @@ def make_ai_phase(settings: Settings, *, client: LLMClient | None = None) -> AIP
 
 
 def last_prompt(vault: Path) -> tuple[str, str] | None:
-    """(digest, tick_id) of the last prompt whose answer was usable, if any."""
+    """(key, tick_id) of the last prompt whose answer was usable, if any; the key is the prompt's
+    digest and the model it was sent to."""
     try:
         state = json.loads((vault / AI_STATE).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
-    if isinstance(state, dict) and isinstance(state.get("digest"), str) and isinstance(state.get("tick_id"), str):
-        return state["digest"], state["tick_id"]
+    if isinstance(state, dict) and isinstance(state.get("key"), str) and isinstance(state.get("tick_id"), str):
+        return state["key"], state["tick_id"]
     return None
 
 
-def remember_prompt(vault: Path, digest: str, tick_id: str) -> None:
-    atomic_write(vault / AI_STATE, json.dumps({"digest": digest, "tick_id": tick_id}).encode("utf-8"))
+def remember_prompt(vault: Path, key: str, tick_id: str) -> None:
+    atomic_write(vault / AI_STATE, json.dumps({"key": key, "tick_id": tick_id}).encode("utf-8"))
 
 
 def save_answer(vault: Path, tick_id: str, now: datetime, completion: Completion, prompt: Prompt, *,
