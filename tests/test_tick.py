@@ -488,3 +488,20 @@ def test_an_arc_edited_between_the_scan_and_its_read_is_left_for_the_next_tick(
     code, report = run_tick_json(vault, now="2026-11-25T12:00:00Z")  # the next tick takes it up
     assert code == 0 and "Operator wrote this after the scan." in path.read_text()
     assert "heat: 0" not in path.read_text()
+
+
+def test_the_parse_cache_gives_back_exactly_what_a_parse_gives(vault: Path) -> None:
+    from brain.io.vault import scan
+
+    build_golden_vault(vault)
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-odd-0123456789ab", sessions=["a"],
+              extra={"files": ["a.py", "b.py"], "last_prompt": "go on"},
+              body="<!-- @todo priority=2 -->\nx\n<!-- @/todo -->\n<!-- @signal severity=warning -->\nunterminated\n")
+    for path in vault.rglob("*.md"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    parsed = scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=10**8, write_cache=True)
+    cached = scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=10**8, write_cache=False)
+    assert parsed.stats.parsed == len(parsed.notes) and cached.stats.cached == len(cached.notes) > 5
+    assert dict(cached.notes) == dict(parsed.notes)
+    assert [hash(m) for n in cached.notes.values() for m in n.markers] == [
+        hash(m) for n in parsed.notes.values() for m in n.markers]
