@@ -179,6 +179,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--keep", type=Path, default=None, help="keep the generated vaults in this folder")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--vaults-only", action="store_true", help="skip the extraction and AI benches")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="brain-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -190,7 +191,7 @@ def main() -> None:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     extras = []
-    for name in ("brain.bench_extract", "brain.bench_ai"):
+    for name in () if args.vaults_only else ("brain.bench_extract", "brain.bench_ai"):
         try:
             module = __import__(name, fromlist=["run"])
         except ModuleNotFoundError:
