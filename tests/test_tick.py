@@ -505,3 +505,17 @@ def test_the_parse_cache_gives_back_exactly_what_a_parse_gives(vault: Path) -> N
     assert dict(cached.notes) == dict(parsed.notes)
     assert [hash(m) for n in cached.notes.values() for m in n.markers] == [
         hash(m) for n in parsed.notes.values() for m in n.markers]
+
+
+def test_a_deleted_or_edited_dashboard_is_rebuilt_though_its_arcs_are_unchanged(vault: Path) -> None:
+    write_arc(vault, "clusters/2026-11-01", "2026-11-01-quiet-0123456789ab", sessions=["a"], status="complete",
+              created="2026-11-01T00:00:00Z", last_active="2026-11-01T00:00:00Z")
+    run_tick_json(vault)
+    dashboard = vault / "clusters/2026-11-01/_dashboard.md"
+    good = dashboard.read_text()
+    dashboard.unlink()
+    _, report = run_tick_json(vault, now="2026-11-21T12:30:00Z")
+    assert dashboard.read_text() == good and "clusters/2026-11-01/_dashboard.md" in report["changes"]["written"]
+    dashboard.write_text("scribbled\n")
+    run_tick_json(vault, now="2026-11-21T13:00:00Z")
+    assert dashboard.read_text() == good

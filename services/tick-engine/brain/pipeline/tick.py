@@ -335,7 +335,10 @@ def _run(tick: _Tick) -> None:
 
     decisions = decide(snapshot.notes.values(), now, s, horizon=True)
     dashboards_key = _dashboards_key(decisions)
-    kplan, snapshot = _keeper_pass(tick, snapshot, decisions, dashboards=dashboards_key != state.get("dashboards"))
+    # Dashboards: rendered when what they list changed, or someone edited or deleted one.
+    touched = any(p.endswith("/_dashboard.md") for p in (*snapshot.delta.changed, *snapshot.delta.removed))
+    kplan, snapshot = _keeper_pass(tick, snapshot, decisions,
+                                   dashboards=touched or dashboards_key != state.get("dashboards"))
     report.keeper = KeeperReport(ms=0.0, files=snapshot.stats.files, parsed=snapshot.stats.parsed,
                                  cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2),
                                  planned=len(kplan.plan.operations))
