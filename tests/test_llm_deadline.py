@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,9 +47,10 @@ class TrickleServer:
     (else the whole response trickles, headers included).
     """
 
-    def __init__(self, *, interval: float = 0.2, headers_at_once: bool = False):
+    def __init__(self, *, interval: float = 0.2, headers_at_once: bool = False, tls: ssl.SSLContext | None = None):
         self.interval = interval
         self.headers_at_once = headers_at_once
+        self.tls = tls
         self.requests = 0
         self._closing = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -57,7 +60,7 @@ class TrickleServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self._listener.getsockname()[1]}"
 
     def _serve(self) -> None:
         while not self._closing.is_set():
@@ -70,6 +73,12 @@ class TrickleServer:
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except OSError:
+                conn.close()
+                return
         with conn:
             data = b""
             while b"\r\n\r\n" not in data:
@@ -132,6 +141,25 @@ def test_a_trickling_gateway_is_cut_at_the_deadline(headers_at_once: bool) -> No
     # Each read got a byte within 0.2 s, so no read timed out: only the deadline ended the call,
     # and no retry was started past it.
     assert server.requests == caught.value.attempts == 1
+
+
+@pytest.mark.timeout(DEADLINE + 10)
+def test_a_trickling_https_gateway_is_cut_at_the_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over TLS the socket that carries the bytes is the TLS one: the watchdog must reach it too."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # httpx trusts it (trust_env)
+    server = TrickleServer(headers_at_once=True, tls=context)
+    try:
+        with pytest.raises(LLMError) as caught:
+            client(server.url).complete("s", "p")
+    finally:
+        server.close()
+    assert f"cut at its {DEADLINE:g}s deadline" in str(caught.value) and server.requests == 1
 
 
 def test_a_trickling_gateway_finishes_when_the_deadline_allows(trickle: TrickleServer) -> None:

@@ -255,7 +255,8 @@ class _Watchdog:
         self._timer.cancel()
 
     def trace(self, event: str, info: Mapping[str, Any]) -> None:
-        if event != "connection.connect_tcp.complete":
+        # The TCP socket, then (https) the TLS socket that takes its file descriptor over.
+        if not event.endswith((".connect_tcp.complete", ".start_tls.complete")):
             return
         stream = info.get("return_value")
         sock = stream.get_extra_info("socket") if stream is not None else None
