@@ -458,7 +458,7 @@ def _commit_over(tmp: str, target: str, seen: tuple[int, int, int] | None, writt
         os.replace(tmp, target)  # no atomic exchange here: the stat above is the last check
         return
     old = _stat_of(tmp)
-    if seen is None or (old is not None and old[:2] == seen[:2]):
+    if seen is None or old == seen:  # the very inode the plan read, untouched: the commit stands
         os.unlink(tmp)
         return
     # The operator saved between the stat and the exchange: give the file back to them.
