@@ -9,6 +9,9 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from brain.cli import app
 from brain.core.prompt import build_prompt
 from brain.settings import Settings
 from tests.support.llm_stub import LLMStub, llm_stub_fixture, openai_answer  # noqa: F401
@@ -26,6 +29,16 @@ def test_the_prompt_digest_ignores_the_clock_and_nothing_else() -> None:
     assert first.user != later.user and first.digest == later.digest
     other_intent = build_prompt(notes, None, previous_intent="y", settings=Settings(), now=WHEN)
     assert other_intent.digest != first.digest
+
+
+def test_brain_prompt_shows_the_digest_a_tick_compares(vault: Path) -> None:
+    build(vault)
+    digests = []
+    for now in ("2026-11-21T12:00:00Z", "2026-11-21T12:05:00Z"):
+        result = CliRunner().invoke(app, ["prompt", "--vault", str(vault), "--json", "--now", now])
+        assert result.exit_code == 0, result.stderr
+        digests.append(json.loads(result.stdout)["digest"])
+    assert digests[0] == digests[1] and len(digests[0]) == 64
 
 
 def test_an_unchanged_prompt_skips_the_call_and_a_change_asks_again(vault: Path, llm_stub: LLMStub) -> None:

@@ -35,7 +35,8 @@ def prompt(
     """Phase 2 only: print the prompt the tick would send to the LLM; writes nothing.
 
     The system message comes first, then a blank line, then the user message holding the
-    vault data. Token count and budget go to stderr.
+    vault data. Token count and budget go to stderr. ``--json`` adds the prompt's digest (its
+    clock aside): a tick skips the LLM call when it equals the last successful AI tick's.
 
     Example: brain prompt --vault ~/vault | wc -c
     """
@@ -53,7 +54,8 @@ def prompt(
         if as_json:
             sys.stdout.write(json.dumps({"system": built.system, "user": built.user, "tokens": built.tokens,
                                          "budget": s.prompt_token_budget, "candidates": built.candidates,
-                                         "sections": built.sections}, indent=2, ensure_ascii=False) + "\n")
+                                         "sections": built.sections, "digest": built.digest},
+                                        indent=2, ensure_ascii=False) + "\n")
         else:
             sys.stdout.write(built.text)
         shown = ", ".join(f"{name} {v['shown']}/{v['total']}" for name, v in built.sections.items())
