@@ -166,7 +166,7 @@ def test_hostile_answer_is_rejected_item_by_item_and_never_reaches_the_feed(vaul
                      "a part names a session that is not the arc's", "escalate needs a severity from the vocabulary",
                      "no open signal with this source in the arc", "the arc already has a summary (never overwritten)",
                      "summary contains marker syntax", "intent contains marker syntax", "score is outside 0-10",
-                     "unknown field"):
+                     "unknown field 'commands'"):
         assert expected in reasons, expected
     assert len(report["rejected"]) == 15
     assert {k: v for k, v in settled(vault).items() if not k.startswith("brain-feed/")} == arcs_before

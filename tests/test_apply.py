@@ -128,6 +128,16 @@ def apply_cli(vault: Path, answer: dict[str, Any] | str, *args: str, now: str = 
     return result.exit_code, json.loads(result.stdout)
 
 
+def test_brain_apply_refuses_a_replayed_answer_with_an_unknown_field_naming_it(vault: Path) -> None:
+    before = tree_digest(vault)
+    path = vault.parent / "answer.json"
+    path.write_text(json.dumps({"edges": [], "frobnicate": [1]}))
+    result = CliRunner().invoke(app, ["apply", "--vault", str(vault), "--recommendations", str(path), "--now", NOW])
+    assert result.exit_code == 2, result.stderr
+    assert "unknown field 'frobnicate'" in result.stderr and "known fields: edges" in result.stderr
+    assert tree_digest(vault) == before  # nothing applied, nothing journaled
+
+
 def settled(vault: Path) -> dict[str, str]:
     """Digest of the vault without machine state and the health log."""
     digest = tree_digest(vault, include_state=False)

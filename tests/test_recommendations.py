@@ -732,7 +732,7 @@ def test_wrong_containers_are_rejected_not_fatal() -> None:
     validated = check({"edges": "arc-a -> arc-b", "merges": {"keep": "arc-a"}, "summaries": 3,
                        "signals": [None, 1, "x"], "frobnicate": [1]})
     assert [(r.kind, r.reason) for r in validated.rejected] == [
-        ("answer", "unknown field"),
+        ("answer", "unknown field 'frobnicate'"),
         ("merge", "merges is not a list"),
         ("signal", "not an object"),
         ("signal", "not an object"),

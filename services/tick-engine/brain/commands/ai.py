@@ -21,6 +21,24 @@ from brain.commands._common import (
 )
 
 
+def _refuse_unknown_fields(text: str, path: Path) -> None:
+    """A replayed answer is the operator's file: a field Brain does not know is a usage error
+    (exit 2, nothing applied), where the tick's live LLM answer only has that field rejected."""
+    from brain.core.answer_parse import AnswerError, parse_answer
+    from brain.core.answer_schema import TOP_LEVEL_KEYS
+
+    try:
+        answer = parse_answer(text)
+    except AnswerError:
+        return  # an unusable answer is the AI phase's failure (exit 4), reported there
+    unknown = sorted(str(name) for name in answer if name not in TOP_LEVEL_KEYS)
+    if unknown:
+        raise UsageError(
+            "unknown field" + ("s " if len(unknown) > 1 else " ") + ", ".join(repr(n) for n in unknown),
+            "known fields: " + ", ".join(TOP_LEVEL_KEYS), path=path,
+        )
+
+
 def register(app: typer.Typer) -> None:
     app.command("prompt")(prompt)
     app.command("apply")(apply)
@@ -102,6 +120,7 @@ def apply(
             raise UsageError("cannot read the recommendations", exc.strerror or str(exc),
                              path=recommendations) from None
         text = unwrap_saved(raw.decode("utf-8", errors="replace"))
+        _refuse_unknown_fields(text, recommendations)
         report = run_tick(s, instant, no_ai=False, dry_run=dry_run,
                           ai_phase=replay_phase(text, str(recommendations)))
         data = report.as_dict()

@@ -371,7 +371,7 @@ def validate(
         raise AnswerError("the answer is not a JSON object")
     for name in answer:
         if name not in TOP_LEVEL_KEYS:
-            state.reject("answer", {name: answer[name]}, "unknown field")
+            state.reject("answer", {name: answer[name]}, f"unknown field {name!r}")
 
     merges = [m for raw in _items(state, answer, "merges", "merge") if (m := _merge(state, raw)) is not None]
     splits = [p for raw in _items(state, answer, "splits", "split") if (p := _split(state, raw)) is not None]

@@ -531,8 +531,7 @@ def _signal(work: _Work, change: SignalChange) -> None:
     text = work.arc(change.arc)
     targets = [
         m for m in body_markers(text)
-        if m.type == "signal" and m.attr("source") == change.source
-        and (m.attr("severity") or "") in SEVERITY_RANK and m.attr("severity") != "resolved"
+        if m.is_open_signal and m.attr("source") == change.source and (m.attr("severity") or "") in SEVERITY_RANK
     ]
     if change.action == "escalate":
         targets = [m for m in targets if SEVERITY_RANK[m.attr("severity") or "info"] < SEVERITY_RANK[change.severity]]

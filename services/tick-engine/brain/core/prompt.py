@@ -296,7 +296,7 @@ def build_prompt(
     for cid in arcs:
         for marker in arcs[cid].markers:
             severity = marker.attr("severity")
-            if marker.type != "signal" or severity is None or severity == "resolved" or severity not in SEVERITY_RANK:
+            if not marker.is_open_signal or severity not in SEVERITY_RANK:
                 continue
             signals.append((-SEVERITY_RANK[severity], -heat[cid], cid, marker.start, marker.attr("source") or "-",
                             severity, marker.text))
