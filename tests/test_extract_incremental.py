@@ -169,6 +169,10 @@ def test_until_never_marks_a_file_modified_after_it(tmp_path: Path) -> None:
 def test_vault_flag_needs_a_vault(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["extract", "--vault", str(tmp_path / "missing"), "--projects-dir", str(tmp_path)])
     assert result.exit_code == 2 and "brain init" in result.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    result = CliRunner().invoke(app, ["extract", "--vault", str(plain), "--projects-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "not a Brain vault" in result.stderr and not (plain / ".brain").exists()
 
 
 def test_a_changed_file_is_read_with_its_folder_so_resumed_records_count_once(tmp_path: Path) -> None:

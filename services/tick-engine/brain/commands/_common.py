@@ -85,7 +85,7 @@ def require_vault(settings: Settings, *, must_exist: bool = True) -> Path:
     vault = settings.vault
     if must_exist:
         if not vault.is_dir():
-            raise UsageError("vault not found", "not a folder", path=vault)
+            raise UsageError("vault not found", f"not a folder; create it with `brain init --vault {vault}`", path=vault)
         if not (vault / STATE_DIR).is_dir():
             root = enclosing_vault(vault)
             if root is not None:

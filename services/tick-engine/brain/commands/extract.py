@@ -15,6 +15,7 @@ from brain.commands._common import (
     UsageError,
     VaultOpt,
     log,
+    require_vault,
     resolve_now,
     run,
     settings_from,
@@ -87,8 +88,8 @@ def extract(
 
         if vault is not None and cursor is not None:
             raise UsageError("bad extract request", "use --vault or --cursor, not both")
-        if vault is not None and not vault.is_dir():
-            raise UsageError("vault not found", "not a folder; create it with `brain init`", path=vault)
+        if vault is not None:
+            require_vault(settings_from(vault=vault))
         where = vault_cursor(vault) if vault is not None else cursor
 
         s = settings_from(projects_dir=projects_dir, codex_dir=codex_dir, gemini_dir=gemini_dir,
@@ -166,8 +167,8 @@ def cluster(
 
         s = settings_from(vault=vault, now=now)
         instant = resolve_now(s)
-        if s.vault is not None and not s.vault.is_dir():
-            raise UsageError("vault not found", "not a folder", path=s.vault)
+        if s.vault is not None:
+            require_vault(s)
         data = _load_bundle(bundle)
         try:
             report = run_cluster(s, instant, bundle=data, out_dir=out_dir, vault=s.vault, dry_run=dry_run)
