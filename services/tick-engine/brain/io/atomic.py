@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -60,14 +61,20 @@ def fsync_dir(folder: Path) -> None:
 
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` so that a crash leaves either the old or the new file."""
+    atomic_write_chunks(path, (data,), mode=mode)
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None = None) -> None:
+    """:func:`atomic_write` of the concatenation of ``chunks``, never joined in memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644 if mode is None else mode)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        for data in chunks:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
         os.fsync(fd)
     except BaseException:
         os.close(fd)

@@ -21,7 +21,7 @@ import hashlib
 import marshal
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -296,19 +296,47 @@ def read_current(vault: Path, note: Note, snapshot: Snapshot | None = None) -> s
     return data.decode("utf-8")
 
 
-def read_texts(snapshot: Snapshot, notes: Iterable[Note]) -> tuple[dict[str, str], list[Problem]]:
+class _Texts(Mapping[str, str]):
+    """Arc texts decoded one at a time, when the planner asks: a cold tick never holds the text
+    of every arc at once (the bytes are the scan's own, or a re-read checked against it)."""
+
+    def __init__(self, data: dict[str, bytes]):
+        self._data = data
+
+    def __getitem__(self, path: str) -> str:
+        return self._data[path].decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def read_texts(snapshot: Snapshot, notes: Iterable[Note]) -> tuple[Mapping[str, str], list[Problem]]:
     """The text of each note as the scan saw it (kept bytes, or a re-read checked against the scan).
 
     A file that changed, vanished or is not UTF-8 is left out with a problem: the next tick
     takes it up. This is the only read a plan needs; the planners themselves never read.
     """
-    texts: dict[str, str] = {}
+    found: dict[str, bytes] = {}
     problems: list[Problem] = []
     for note in notes:
+        kept = snapshot.raw.get(note.path)
+        if kept is not None and len(kept) == note.size:
+            found[note.path] = kept  # it parsed, so it is valid UTF-8
+            continue
         try:
-            texts[note.path] = read_current(snapshot.vault, note, snapshot)
-        except ChangedError:
+            data = (snapshot.vault / note.path).read_bytes()
+        except OSError:
+            data = None
+        if data is None or len(data) != note.size or hashlib.sha1(data, usedforsecurity=False).hexdigest() != note.sha1:
             problems.append(Problem(note.path, None, "changed since the scan; the next tick takes it up"))
+            continue
+        try:
+            data.decode("utf-8")
         except UnicodeDecodeError:
             problems.append(Problem(note.path, None, "not valid UTF-8; file left as it is"))
-    return texts, problems
+            continue
+        found[note.path] = data
+    return _Texts(found), problems

@@ -34,7 +34,7 @@ from typing import Any
 from brain.core.model import Problem
 from brain.core.plan import DeleteFile, Expect, MoveFile, Plan, WriteFile
 from brain.core.timeutil import iso, wall_clock
-from brain.io.atomic import ConfinementError, atomic_write, confined, fsync_dir
+from brain.io.atomic import ConfinementError, atomic_write, atomic_write_chunks, confined, fsync_dir
 
 STATE_DIR = ".brain"
 JOURNAL_DIR = f"{STATE_DIR}/journal"
@@ -178,7 +178,7 @@ class Journal:
                 op["pack"], op["offset"], op["length"] = pack_name, offset, len(before)
                 chunks.append(before)
                 offset += len(before)
-        atomic_write(self.root / pack_name, b"".join(chunks))
+        atomic_write_chunks(self.root / pack_name, chunks)  # never one more copy of every before-image
         self.manifest["state"] = "pending"
         self.manifest["ops"].extend(ops)
         self._save()

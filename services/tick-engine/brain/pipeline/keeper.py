@@ -113,7 +113,8 @@ def plan_keeper(
         predicted = keeper.predict(note, decision, text, new, data)
         if predicted is not None:
             out.predicted[decision.path] = predicted
-        before = text.encode("utf-8")
+        kept = snapshot.raw.get(note.path)  # the scan's own bytes: no second copy of every arc
+        before = kept if kept is not None and len(kept) == note.size else text.encode("utf-8")
         expect = Expect(note.size, note.mtime_ns, note.sha1)
         if decision.path != note.path:
             plan.add(MoveFile(note.path, decision.path, expect, data if new != text else None,

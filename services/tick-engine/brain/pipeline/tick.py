@@ -337,11 +337,10 @@ def _run(tick: _Tick) -> None:
     dashboards_key = _dashboards_key(decisions)
     # Dashboards: rendered when what they list changed, or someone edited or deleted one.
     touched = any(p.endswith("/_dashboard.md") for p in (*snapshot.delta.changed, *snapshot.delta.removed))
+    report.keeper = KeeperReport(ms=0.0, files=snapshot.stats.files, parsed=snapshot.stats.parsed,
+                                 cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2), planned=0)
     kplan, snapshot = _keeper_pass(tick, snapshot, decisions,
                                    dashboards=touched or dashboards_key != state.get("dashboards"))
-    report.keeper = KeeperReport(ms=0.0, files=snapshot.stats.files, parsed=snapshot.stats.parsed,
-                                 cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2),
-                                 planned=len(kplan.plan.operations))
     final_plan = kplan
     report.keeper.ms = _ms(t)
 
@@ -436,7 +435,9 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
                         folder_tokens=_folder_tokens(tick.feed_dir), extra_diff=extra_diff,
                         intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards)
+    del texts  # a cold tick holds every arc's text: not while it writes them as well
     report.problems.extend(kplan.problems)
+    report.keeper.planned = (report.keeper.planned or 0) + len(kplan.plan.operations)
     result = tick.apply(kplan.plan)
     if tick.feed_rel is None:
         report.result.written.extend(write_external_feed(tick.feed_dir, kplan.feed_files, dry_run=report.dry_run))
@@ -444,7 +445,9 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     report.problems.extend(result.problems)
     if report.dry_run:
         return kplan, snapshot  # nothing moved on disk: later phases read the files where they are
-    return kplan, fold(snapshot, kplan.plan, result, kplan.predicted, tick.feed_rel)
+    folded = fold(snapshot, kplan.plan, result, kplan.predicted, tick.feed_rel)
+    kplan.plan.operations.clear()  # carried out and folded in: its bytes are not needed any more
+    return kplan, folded
 
 
 def fold(snapshot: Snapshot, plan: Plan, result: writer.ApplyResult, predicted: Mapping[str, Note],
