@@ -45,7 +45,7 @@ from brain.io.vault import feed_relative, listing_of, read_texts, save_cache, sc
 from brain.pipeline.keeper import KeeperPlan, plan_keeper, write_external_feed
 from brain.settings import Settings
 
-EXIT_OK, EXIT_VERIFY, EXIT_LOCKED, EXIT_AI = 0, 1, 3, 4
+EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
 STATE_FILE = ".brain/tick-state.json"
 
 
