@@ -211,7 +211,7 @@ def test_hostile_session_ids_stay_inside_the_state_folder(feed: Path, tmp_path: 
     assert "ok-session_1.json" in names and len(names) == 4
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state", "vault"]
     for path in state.iterdir():
-        assert set(json.loads(path.read_text())) == {"turns", "sha256"}
+        assert set(json.loads(path.read_text())) == {"turns", "digest"}
 
 
 def test_corrupt_session_state_starts_over(feed: Path, tmp_path: Path) -> None:

@@ -77,7 +77,7 @@ def register(app: Any) -> None:
     @hook_app.command(
         "prompt-submit",
         help="UserPromptSubmit hook: every BRAIN_REFRESH_INTERVAL turns of a session, re-send the "
-        "session's feed if it changed since the session last saw it (SHA-256); otherwise print nothing.\n\n"
+        "session's feed if it changed since the session last saw it; otherwise print nothing.\n\n"
         "Reads the hook's JSON (session_id, cwd, ...) on stdin.\n\n"
         "Example: echo '{\"session_id\": \"abc\"}' | brain hook prompt-submit --brain-feed ~/vault/brain-feed",
     )

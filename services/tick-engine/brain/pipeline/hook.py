@@ -7,8 +7,9 @@ is older than its TTL, one line says so. ``prompt-submit`` re-sends the same con
 ``refresh_interval`` turns when it changed.
 
 Both run at every agent session start and must answer in well under 100 ms: a couple of
-small file reads, nothing heavy imported (no yaml, redis, httpx, typer); the feed files'
-frontmatter is read with a small line parser. A hook never gets in the agent's way: a missing
+small file reads, nothing heavy imported (no yaml, redis, httpx, typer, not even hashlib; its
+values are NamedTuples, cheaper to define than dataclasses); the feed files' frontmatter is
+read with a small line parser. A hook never gets in the agent's way: a missing
 or empty feed prints nothing (exit 0). The command layers are :mod:`brain.launcher` (the fast
 path) and :mod:`brain.commands.hook` (typer: help and errors).
 """
@@ -18,10 +19,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from brain.settings import Settings
@@ -53,8 +53,7 @@ GENERIC_COMPONENTS = frozenset({
 # --- the feed ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FeedSection:
+class FeedSection(NamedTuple):
     name: str
     priority: int
     body: str
@@ -152,8 +151,7 @@ def feed_folder(settings: Settings) -> Path | None:
 # --- the project index -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ProjectIndex:
+class ProjectIndex(NamedTuple):
     """``projects/index.json`` as the tick wrote it (see :mod:`brain.core.project_feed`)."""
 
     files: Mapping[str, str]  # project -> file, relative to the feed folder
@@ -263,8 +261,7 @@ def stale_note(index: ProjectIndex | None, now: datetime) -> str:
             f"lifetime; recent work may be missing (is `brain tick` running?)._")
 
 
-@dataclass(frozen=True)
-class HookInput:
+class HookInput(NamedTuple):
     """What Claude Code writes on the hook's stdin (every field optional)."""
 
     session_id: str | None = None
@@ -302,8 +299,7 @@ def read_hook_input(wait_seconds: float | None) -> HookInput:
     return HookInput.of(data) if isinstance(data, dict) else HookInput()
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     text: str  # "" when there is nothing to send
     project: str | None  # the project whose feed was sent; None: the global feed
 
@@ -398,16 +394,25 @@ def _load_session(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
-        return {"turns": 0, "sha256": None}
+        return {"turns": 0, "digest": None}
     turns = data.get("turns") if isinstance(data, dict) else None
-    sha = data.get("sha256") if isinstance(data, dict) else None
-    return {"turns": turns if isinstance(turns, int) and turns >= 0 else 0, "sha256": sha if isinstance(sha, str) else None}
+    digest = data.get("digest") if isinstance(data, dict) else None
+    return {"turns": turns if isinstance(turns, int) and turns >= 0 else 0,
+            "digest": digest if isinstance(digest, str) else None}
 
 
 def _save_session(path: Path, state: Mapping[str, Any]) -> None:
-    from brain.io.atomic import atomic_write
+    """Replace the state file atomically, without fsync: it is a hint (a lost update costs one
+    extra refresh), and two fsyncs would cost the hook more than everything else it does."""
+    import os
 
-    atomic_write(path, json.dumps(dict(state), sort_keys=True).encode("utf-8"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temp.write_bytes(json.dumps(dict(state), sort_keys=True).encode("utf-8"))
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def _prune_sessions(folder: Path, now: float) -> None:
@@ -421,17 +426,19 @@ def _prune_sessions(folder: Path, now: float) -> None:
                     path.unlink()
 
 
-def sha256_of(text: str) -> str:
-    import hashlib
+def digest_of(text: str) -> str:
+    """What tells a session's feed changed: length and CRC-32 (zlib is built in; hashlib's
+    OpenSSL load would cost the hook more than all its file reads)."""
+    import zlib
 
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    data = text.encode("utf-8")
+    return f"{len(data)}-{zlib.crc32(data):08x}"
 
 
 # --- the two hooks -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HookCall:
+class HookCall(NamedTuple):
     """One hook invocation, resolved at the command edge."""
 
     settings: Settings
@@ -462,7 +469,7 @@ def session_start_answer(call: HookCall, output_format: str) -> str:
         folder = call.state
         path = _session_file(folder, hook_input.session_id)
         state = _load_session(path)
-        state["sha256"] = sha256_of(text)
+        state["digest"] = digest_of(text)
         _save_session(path, state)
         _prune_sessions(folder, time.time())
     return hook_answer(SESSION_START, text) + "\n"
@@ -479,9 +486,9 @@ def prompt_submit_answer(call: HookCall) -> str:
     answer = ""
     if state["turns"] % settings.refresh_interval == 0:
         text = context_for(settings, call.cwd, call.now).text
-        digest = sha256_of(text) if text else None
-        if digest is not None and digest != state["sha256"]:
-            state["sha256"] = digest
+        digest = digest_of(text) if text else None
+        if digest is not None and digest != state["digest"]:
+            state["digest"] = digest
             answer = hook_answer(PROMPT_SUBMIT, text) + "\n"
     _save_session(path, state)
     return answer
