@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -364,7 +364,7 @@ def _run(tick: _Tick) -> None:
         if outcome.result.changed or outcome.intent is not None or outcome.diff_lines:
             # The keeper again, so arcs changed by apply get their heat and place in this same tick.
             t = time.perf_counter()
-            snapshot = _reread(snapshot, outcome.result, s.max_note_bytes)
+            snapshot = _reread(snapshot, outcome.result)
             decisions = decide(snapshot.notes.values(), now, s, horizon=True)
             final_plan, snapshot = _keeper_pass(
                 tick, snapshot, decisions, dashboards=True,
@@ -481,24 +481,31 @@ def _parsed(path: str, data: bytes) -> Note:
     return vault_note(path, data, mtime_ns=0)
 
 
-def _reread(snapshot: Snapshot, result: writer.ApplyResult, max_note_bytes: int) -> Snapshot:
-    """The snapshot after changes made by someone else's plan (the AI apply): those files re-read."""
-    written: dict[str, Note] = {}
-    for path in {*result.written, *(dst for _, dst in result.moved)}:
-        if not path.endswith(".md"):
-            continue
+def _read_back(snapshot: Snapshot, paths: Iterable[str]) -> dict[str, Note]:
+    """The notes of ``paths`` as the files are now. A file whose bytes hash to the note the
+    snapshot already holds for it keeps that note (with its real mtime); any other is parsed."""
+    found: dict[str, Note] = {}
+    for path in sorted(paths):
         try:
             data = (snapshot.vault / path).read_bytes()
             st = os.stat(snapshot.vault / path)
         except OSError:
             continue
-        written[path] = vault_note(path, data, mtime_ns=st.st_mtime_ns)
-    folded = snapshot.with_changes(written, moved=[m for m in result.moved if m[1] not in written],
-                                   deleted=result.deleted)
-    raw = dict(folded.raw)
-    for path in written:
-        raw.pop(path, None)
-    return dataclasses.replace(folded, raw=raw)
+        known = snapshot.notes.get(path)
+        if known is not None and known.size == len(data) and \
+                known.sha1 == hashlib.sha1(data, usedforsecurity=False).hexdigest():
+            found[path] = dataclasses.replace(known, mtime_ns=st.st_mtime_ns)
+        else:
+            found[path] = vault_note(path, data, mtime_ns=st.st_mtime_ns)
+    return found
+
+
+def _reread(snapshot: Snapshot, result: writer.ApplyResult) -> Snapshot:
+    """The snapshot after changes made by someone else's plan (the AI apply): those files re-read."""
+    written = _read_back(snapshot, {p for p in (*result.written, *(dst for _, dst in result.moved))
+                                    if p.endswith(".md")})
+    return snapshot.with_changes(written, moved=[m for m in result.moved if m[1] not in written],
+                                 deleted=result.deleted)
 
 
 def _folder_tokens(feed_dir: Path) -> dict[str, int]:
@@ -569,22 +576,9 @@ def verify_written(
     failures: list[Problem] = []
     reread = 0
     if not dry_run:
-        updated: dict[str, Note] = {}
-        for path in sorted({*result.written, *(dst for _, dst in result.moved)}):
-            if path not in snapshot.notes:
-                continue
-            try:
-                data = (snapshot.vault / path).read_bytes()
-                st = os.stat(snapshot.vault / path)
-            except OSError:
-                continue
-            reread += 1
-            sha1 = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-            note = snapshot.notes[path]
-            if note.sha1 == sha1 and note.size == len(data):
-                updated[path] = dataclasses.replace(note, mtime_ns=st.st_mtime_ns)
-            else:
-                updated[path] = vault_note(path, data, mtime_ns=st.st_mtime_ns)
+        updated = _read_back(snapshot, {p for p in (*result.written, *(dst for _, dst in result.moved))
+                                        if p in snapshot.notes})
+        reread = len(updated)
         snapshot = snapshot.with_changes(updated)
     failures.extend(_duplicate_failures(snapshot))
     written = set(result.written) | {dst for _, dst in result.moved}
