@@ -67,7 +67,7 @@ bench: install
 	$(PY) scripts/bench.py
 
 golden: install
-	UPDATE_GOLDEN=1 $(PY) -m pytest tests/test_tick.py tests/test_prompt.py -q -k golden
+	UPDATE_GOLDEN=1 $(PY) -m pytest tests/test_tick.py tests/test_prompt.py tests/test_feed.py -q -k golden
 
 docs: install
 	$(PY) -m brain.settings --markdown > docs/configuration.md
