@@ -108,8 +108,11 @@ def enclosing_vault(folder: Path) -> Path | None:
 
 def _as_brain_error(exc: Exception) -> BrainError | None:
     """Domain exceptions raised below the CLI, as the one-line error users read."""
-    from brain.io.writer import LockHeld  # imported on the error path only: hooks stay fast
+    from brain.io.atomic import ConfinementError  # imported on the error path only: hooks stay fast
+    from brain.io.writer import LockHeld
 
+    if isinstance(exc, ConfinementError):  # e.g. a .brain/ that is a symlink out of the vault
+        return BrainError("unsafe vault", str(exc), exit_code=EXIT_USAGE)
     if isinstance(exc, LockHeld):  # every command that takes the vault lock: exit 3, naming the holder
         return BrainError("vault is locked", f"held by {exc.holder}", path=exc.path, exit_code=EXIT_LOCKED)
     return None

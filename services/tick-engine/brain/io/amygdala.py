@@ -57,6 +57,8 @@ __all__ = [
 ]
 
 ALARM_STATE_FILE = ".brain/amygdala-state.json"
+#: How long an alarm write waits for a running tick to release the vault lock.
+LOCK_WAIT_SECONDS = 120.0
 PUBLISHED_STATE_FILE = ".brain/amygdala-published.json"
 LOCK_FILE = ".brain/amygdala.lock"
 
@@ -194,25 +196,46 @@ class AlarmStore:
         return core.alarms_from_json(data), problem
 
     def commit(self, before: core.Alarms, after: core.Alarms, *, repair: bool = False) -> list[str]:
-        """Bring the files from ``before`` to ``after``; ``repair`` rewrites every active alarm."""
-        touched: list[str] = []
+        """Bring the files from ``before`` to ``after``; ``repair`` rewrites every active alarm.
+
+        The vault files go through the tick's transaction (lock, journal, atomic, confined),
+        waiting for a running tick to finish; a feed folder outside the vault is written as before.
+        """
+        from brain.core.plan import DeleteFile, Plan, WriteFile
+        from brain.core.timeutil import wall_clock
+        from brain.io.transaction import transaction
+
+        plan = Plan()
         for alarm_id, alarm in sorted(after.items()):
             if repair or before.get(alarm_id) != alarm:
                 text = core.render_alarm_file(alarm, clear_minutes=self.clear_minutes)
-                if self._put(confined(self.vault, alarm.path), text.encode("utf-8")):
-                    touched.append(alarm.path)
+                plan.add(WriteFile(alarm.path, text.encode("utf-8"), owned=True, reason="alarm"))
         for alarm_id in sorted(set(before) - set(after)):
-            path = confined(self.vault, core.alarm_path(alarm_id))
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-                touched.append(core.alarm_path(alarm_id))
+            plan.add(DeleteFile(core.alarm_path(alarm_id), owned=True, reason="alarm cleared"))
         feed = core.render_active_feed(after, ttl_seconds=self.ttl_seconds)
-        if feed is None:
-            with contextlib.suppress(FileNotFoundError):
-                self.feed_path.unlink()
+        try:
+            feed_rel: str | None = (self.feed_dir.relative_to(self.vault) / core.ACTIVE_FEED_NAME).as_posix()
+        except ValueError:
+            feed_rel = None
+        if feed_rel is not None:
+            plan.add(DeleteFile(feed_rel, owned=True) if feed is None
+                     else WriteFile(feed_rel, feed.encode("utf-8"), owned=True, reason="alarm feed"))
+        touched: list[str] = []
+        if plan:
+            stamp = wall_clock()
+            with transaction(self.vault, "amygdala", f"{stamp:%Y%m%dT%H%M%S%f}Z-amygdala", stamp, recover=False,
+                             wait_seconds=LOCK_WAIT_SECONDS) as tx:
+                result = tx.apply(plan)
+            for problem in result.problems:
+                raise OSError(f"{problem.path}: {problem.message}")
+            touched = [core.ACTIVE_FEED_NAME if path == feed_rel else path for path in result.written + result.deleted]
+        if feed_rel is None:
+            if feed is None:
+                with contextlib.suppress(FileNotFoundError):
+                    self.feed_path.unlink()
+                    touched.append(core.ACTIVE_FEED_NAME)
+            elif self._put(self.feed_path, feed.encode("utf-8")):
                 touched.append(core.ACTIVE_FEED_NAME)
-        elif self._put(self.feed_path, feed.encode("utf-8")):
-            touched.append(core.ACTIVE_FEED_NAME)
         self._put(self.state_path, _json_bytes(core.alarms_to_json(after)))
         return touched
 
