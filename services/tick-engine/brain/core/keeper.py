@@ -111,15 +111,23 @@ def is_tombstoned_signal(marker: Marker, now: datetime) -> bool:
     return cleared_at is None or cleared_at < now
 
 
-def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool = False) -> KeeperDecisions:
+def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool = False,
+           reuse: KeeperDecisions | None = None) -> KeeperDecisions:
     """One decision per arc at ``now``. ``horizon`` also finds :attr:`KeeperDecisions.next_change`
-    (what the fast path of the next tick needs; a check pass does not)."""
+    (what the fast path of the next tick needs; a check pass does not).
+
+    ``reuse``: decisions made at the same ``now`` with the same settings (verify's second pass
+    reuses the keeper's). An arc whose note is the very object decided there, and that did not
+    move, keeps its heat and dropped signals without recomputing them; the conscious ranking and
+    every move are decided afresh over all arcs, exactly as without ``reuse``.
+    """
     by_id: dict[str, list[Note]] = {}
     for note in notes:
         if note.arc is not None:
             by_id.setdefault(note.arc.cluster_id, []).append(note)
     out = KeeperDecisions()
     live: list[tuple[Note, int, HeatInputs]] = []
+    reused: dict[int, tuple[Marker, ...]] = {}  # id(note) -> its dropped signals, as decided before
     for cluster_id, group in by_id.items():
         if len(group) > 1:
             out.duplicates[cluster_id] = sorted(n.path for n in group)
@@ -135,7 +143,12 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         if horizon:  # the keeper's pass reports bad dates; a check pass need not again
             out.problems.extend(date_problems(note))
         inputs = inputs_of(note)
-        heat = compute(inputs, now, s)
+        known = reuse.arcs.get(cluster_id) if reuse is not None else None
+        if known is not None and known.note is note and known.move is None:
+            heat = known.heat  # compute(inputs, now, s) of this very note, at this very instant
+            reused[id(note)] = known.drop_signals
+        else:
+            heat = compute(inputs, now, s)
         live.append((note, heat, inputs))
         if horizon:
             changes = next_change(inputs, now, s, heat)
@@ -162,7 +175,9 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     for note, heat, inputs in live:
         arc = note.arc
         assert arc is not None
-        drops = tuple(m for m in note.markers if is_tombstoned_signal(m, now))
+        known_drops = reused.get(id(note))
+        drops = known_drops if known_drops is not None else \
+            tuple(m for m in note.markers if is_tombstoned_signal(m, now))
         status, path, move = arc.status, note.path, None
         name = file_name(arc.cluster_id)
         if is_managed(note.path):

@@ -379,7 +379,7 @@ def _run(tick: _Tick) -> None:
     # Phase 5: verify — re-read what this tick wrote; the invariants on the snapshot it leads to.
     t = time.perf_counter()
     snapshot, reread, failures = verify_written(s, now, snapshot, report.result, tick.feed_rel, dry_run=dry_run,
-                                                feed_tokens=final_plan.feed_tokens)
+                                                feed_tokens=final_plan.feed_tokens, decided=final_plan.decisions)
     report.verify = VerifyReport(ms=0.0, failures=failures, reread=reread)
     if failures:
         report.problems.extend(failures)
@@ -564,6 +564,7 @@ def verify_written(
     *,
     dry_run: bool,
     feed_tokens: int = 0,
+    decided: KeeperDecisions | None = None,
 ) -> tuple[Snapshot, int, list[Problem]]:
     """SPEC §9 invariants after a tick; returns the snapshot as re-read, the files read, the failures.
 
@@ -572,6 +573,8 @@ def verify_written(
     any other (edited since, or never written) is parsed as it is. The checks then run on
     that snapshot: no duplicate ``cluster_id``, every written arc parses, the conscious cap,
     the feed budget, and a second keeper pass at the same instant that changes nothing.
+    ``decided``: the keeper's decisions at ``now``; the second pass recomputes heat only for the
+    arcs whose note is not the one decided there (what this tick wrote or re-read).
     """
     failures: list[Problem] = []
     reread = 0
@@ -589,7 +592,7 @@ def verify_written(
             failures.append(Problem(path, None, "verify: a file this tick wrote does not parse"))
     if dry_run:
         return snapshot, reread, failures
-    check = decide(snapshot.notes.values(), now, s)
+    check = decide(snapshot.notes.values(), now, s, reuse=decided)
     conscious = _conscious(check)
     if conscious > s.conscious_cap:
         failures.append(Problem("frontal-lobe/conscious", None,
