@@ -15,6 +15,7 @@ import pytest
 
 from brain.core import feed, keeper
 from brain.core.model import Note, parse_note
+from brain.core.project_feed import decides, is_question
 from brain.settings import Settings
 from tests.support.vaults import run_tick_json, write_arc
 
@@ -283,3 +284,64 @@ def test_a_one_prompt_session_that_worked_for_an_hour_is_real_work() -> None:
     recent = text[text.index("## Recent work here"):]
     assert recent.index("Older work") < recent.index("Say PONG (one-shot run)")
     assert "Port the parser (one-shot" not in text
+
+
+def test_the_handoff_is_one_line_with_the_files_in_play() -> None:
+    latest = arc_note("2026-11-21-port-0123456789e1", title="Port the parser", files=["lib/parse.py", "/tmp/x.txt"],
+                      last_active="2026-11-21T10:30:00Z")
+    text = rendered(build([latest]), "projects/alpha.md")
+    line = next(line for line in text.splitlines() if line.startswith("- Last session"))
+    assert line.endswith("Port the parser; files in play: `lib/parse.py`")  # scratch files left out
+    assert "- Files in play" not in text
+
+
+def test_a_decision_phrased_as_a_question_is_left_out() -> None:
+    body = ("<!-- @decision date=2026-11-21 -->\nWait, does it only run on main? Run it on all pushes?\n"
+            "<!-- @/decision -->\n<!-- @decision date=2026-11-20 -->\nKeep the importer streaming; no pandas.\n"
+            "<!-- @/decision -->\n")
+    text = rendered(build([arc_note("2026-11-21-ci-0123456789e2", body)]), "projects/alpha.md")
+    assert "- Decision (2026-11-20): Keep the importer streaming; no pandas." in text
+    assert "only run on main" not in text
+    assert is_question('Should we "vendor it"?') and not is_question("Use X? No: use Y.")
+
+
+def test_recent_work_lists_the_three_arcs_before_the_latest() -> None:
+    notes = [arc_note(f"2026-11-2{i}-work-{i}123456789e3", title=f"Work {i}", created=f"2026-11-2{i}T09:00:00Z",
+                      last_active=f"2026-11-2{i}T10:00:00Z") for i in range(6)]
+    text = rendered(build(notes), "projects/alpha.md")
+    recent = text[text.index("## Recent work here"):].split("\n## ")[0]
+    assert [line.split(" · ")[1] for line in recent.splitlines() if line.startswith("- 2026")] == [
+        "Work 4", "Work 3", "Work 2"]
+
+
+def test_a_row_that_only_repeats_its_project_and_listed_files_is_left_out() -> None:
+    def arc(day: int, title: str, files: list[str]) -> Note:
+        return arc_note(f"2026-11-1{day}-a-{day}123456789e4", title=title, files=files,
+                        created=f"2026-11-1{day}T09:00:00Z", last_active=f"2026-11-1{day}T10:00:00Z")
+
+    notes = [arc(9, "Add the cache check", ["lib/cache.py"]), arc(8, "alpha: cache.py", ["lib/cache.py"]),
+             arc(7, "alpha session", ["lib/new.py"]), arc(6, "alpha: cache.py", [])]
+    text = rendered(build(notes), "projects/alpha.md")
+    recent = text[text.index("## Recent work here"):].split("\n## ")[0]
+    rows = [line for line in recent.splitlines() if line.startswith("- 2026")]
+    assert rows == ["- 2026-11-17 · alpha session; files: `lib/new.py`"]  # it names a file nothing else did
+    recent_work = rendered(build(notes), "recent-work.md")
+    assert "alpha: cache.py" not in recent_work and "Add the cache check" in recent_work
+
+
+def test_requests_and_questions_are_not_decisions() -> None:
+    assert not decides("please add transformer.js too first")
+    assert not decides("Never mind! But I'd like to ask you to add a `<details>` element")
+    assert not decides("Can you run it on all pushes")
+    assert decides("You can set group.visible using the vis library which is less work")
+    assert decides("Keep the importer streaming; no pandas.")
+
+
+def test_recent_work_rows_are_five_but_commands_come_from_eight_arcs() -> None:
+    notes = [arc_note(f"2026-11-1{i}-w-{i}123456789e5", title=f"Work {i}", project=f"p{i}",
+                      commands=[f"tool{i} run"], created=f"2026-11-1{i}T09:00:00Z",
+                      last_active=f"2026-11-1{i}T10:00:00Z") for i in range(9)]
+    text = rendered(build(notes), "recent-work.md")
+    assert [line.split(" · ")[1] for line in text.splitlines() if line.startswith("- 2026")] == [
+        "p8", "p7", "p6", "p5", "p4"]
+    assert "`tool1 run`" in text and "`tool0 run`" not in text

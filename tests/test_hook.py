@@ -405,3 +405,13 @@ def test_session_start_process_finds_the_project(projects: Path, tmp_path: Path)
     stdin = json.dumps({"session_id": "proc-2", "cwd": "/home/u/src/alpha/lib", "source": "resume"}).encode()
     done = run_brain("hook", "session-start", "--brain-feed", str(projects), stdin=stdin, env=env)
     assert done.returncode == 0 and "# alpha: where we left off" in context_of(done.stdout.decode(), "SessionStart")
+
+
+def test_a_new_project_gets_the_global_feed_without_the_tick_diff_or_a_second_list_of_arcs(projects: Path) -> None:
+    text = start(projects, "/home/u/src/new-thing")
+    assert "# Hot arcs" in text and "# Last tick" not in text  # the tick's bookkeeping is not context
+    assert "# Active alarms" in text and "# Signals" in text and "# Inject" in text
+    write_feed_file(projects, "recent-work.md", 6, "# Recent work across projects\n\n- 2026-11-21 · alpha · importer")
+    text = start(projects, "/home/u/src/new-thing")
+    assert "# Recent work across projects" in text and "# Hot arcs" not in text  # the same arcs, once
+    assert "# Active alarms" in text and "# Signals" in text and "# Inject" in text

@@ -5,12 +5,14 @@ maps projects to their files and recorded working directories to projects, so th
 session-start hook answers with a couple of small file reads. A project file holds, in this
 order, and only the sections that have something to say:
 
-1. where we left off: the latest real arc's title, branch and last prompt, open todos,
-   unresolved errors, files in play;
+1. where we left off: one line with the latest real arc's title, branch, last prompt and files
+   in play; open todos; unresolved errors;
 2. signals: this project's open signals, and critical / nuclear ones from anywhere;
-3. recent work here: this project's arcs (title, what, main files), real work before
-   single-turn scripted runs;
-4. lessons and decisions from ``@lesson`` / ``@decision`` markers in this project's arcs;
+3. recent work here: the three arcs before the latest (title, what, main files), real work
+   before single-turn scripted runs; a row whose title only repeats the project and whose
+   files are all listed above is left out;
+4. lessons and decisions from ``@lesson`` / ``@decision`` markers in this project's arcs (a
+   mined decision that is a question or a request to the agent is left out);
 5. used here recently: files, commands, identifiers and errors, aggregated over the recent
    arcs and ranked;
 6. injected context: this project's ``@inject`` blocks, operator notes', and ``target=all``.
@@ -49,7 +51,7 @@ INDEX = f"{FOLDER}/index.json"
 INDEX_VERSION = 1
 PRIORITY = 50
 #: Arcs listed under "recent work", and arcs whose work lists are aggregated.
-RECENT_ARCS = 5
+RECENT_ARCS = 3
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
 MAX_FILES, FILES_PER_LINE = 36, 12
@@ -74,7 +76,7 @@ HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
     "Injected context",
 )
 #: The global ``recent-work.md`` (sessions outside every known project): its rows.
-RECENT_WORK, RECENT_WORK_ARCS = "recent-work.md", 8
+RECENT_WORK, RECENT_WORK_ARCS, RECENT_WORK_AGGREGATE = "recent-work.md", 5, 8
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,9 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
     line = f"- Last session ({when}{where}): {what}"
     if arc.last_prompt and not _same_words(arc.last_prompt, what):
         line += f" — stopped at: \"{_text(arc.last_prompt, 200)}\""
+    in_play = files_in_play(arc)
+    if in_play:  # the session's files belong on its line: one line says what it did and where
+        line += f"; files in play: {code_list(_text(f, 100) for f in in_play)}"
     items = [FeedItem(line, NEVER, section=HANDOFF)]
     todos = sorted(
         ((_priority(m.attr("priority")), index, m.text)
@@ -187,10 +192,6 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
     if arc.open_errors:
         errors = "; ".join(error_text(e) for e in arc.open_errors[:MAX_ERRORS])
         items.append(FeedItem(f"- Unresolved errors: {errors}", RANK_HANDOFF, section=HANDOFF))
-    in_play = files_in_play(arc)
-    if in_play:
-        items.append(FeedItem(f"- Files in play: {code_list(_text(f, 100) for f in in_play)}",
-                              RANK_HANDOFF, section=HANDOFF))
     return items
 
 
@@ -230,11 +231,27 @@ def arc_line(pa: ProjectArc, *, with_project: bool) -> str:
     return f"- {pa.last_active.date().isoformat()} · {project}{what}{scripted}{files}"
 
 
+def fallback_title(arc: ArcInfo) -> bool:
+    """The arc's title only repeats its project (``spotter: app.js``, ``59b923df4d session``):
+    the clusterer found no prompt that says what the work was."""
+    title, project = arc.title.strip().lower(), (arc.project or "").strip().lower()
+    return bool(project) and (title == project or title.startswith((f"{project}:", f"{project} session")))
+
+
+def adds_something(pa: ProjectArc, shown_files: set[str]) -> bool:
+    """A row is worth a line unless its title repeats the project and its files are all listed already."""
+    return not fallback_title(pa.arc) or not set(files_in_play(pa.arc)[:ARC_FILES]) <= shown_files
+
+
 def recent_work(arcs: list[ProjectArc]) -> list[FeedItem]:
-    return [
-        FeedItem(arc_line(pa, with_project=False), NEVER if index < KEEP_TOP_ARCS - 1 else RANK_ARC, section=RECENT)
-        for index, pa in enumerate(arcs[1 : RECENT_ARCS + 1])
-    ]
+    shown = set(files_in_play(arcs[0].arc)) if arcs else set()
+    items: list[FeedItem] = []
+    for pa in arcs[1 : RECENT_ARCS + 1]:
+        if adds_something(pa, shown):
+            rank = NEVER if len(items) < KEEP_TOP_ARCS - 1 else RANK_ARC
+            items.append(FeedItem(arc_line(pa, with_project=False), rank, section=RECENT))
+        shown.update(files_in_play(pa.arc)[:ARC_FILES])
+    return items
 
 
 def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[ProjectArc]:
@@ -249,8 +266,12 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
     known project (the global feed)."""
     feed = FeedFile(RECENT_WORK, "Recent Work", 6, "info", date, s.feed_ttl_seconds,
                     "# Recent work across projects\n")
-    shown = list(latest[:RECENT_WORK_ARCS])
-    feed.items = [FeedItem(arc_line(pa, with_project=True), RANK_RECENT) for pa in shown]
+    listed: set[str] = set()
+    for pa in latest[:RECENT_WORK_ARCS]:
+        if adds_something(pa, listed):
+            feed.items.append(FeedItem(arc_line(pa, with_project=True), RANK_RECENT))
+        listed.update(files_in_play(pa.arc)[:ARC_FILES])
+    shown = list(latest[:RECENT_WORK_AGGREGATE])  # commands and errors travel between projects
     commands = ranked((pa.arc.commands for pa in shown), MAX_COMMANDS)
     if commands:
         feed.items.append(FeedItem(f"- Commands lately: {code_list(_text(c, 80) for c in commands)}", RANK_RECENT))
@@ -269,6 +290,8 @@ def lessons(arcs: list[ProjectArc]) -> list[FeedItem]:
                 continue
             text = _text(marker.text, 240)
             if marker.type == "decision":
+                if not decides(marker.text):
+                    continue
                 date = marker.attr("date")
                 line = f"- Decision ({_text(date, 10)}): {text}" if date else f"- Decision: {text}"
             else:
@@ -278,6 +301,20 @@ def lessons(arcs: list[ProjectArc]) -> list[FeedItem]:
     chosen = found["lesson"][:MAX_LESSONS]
     chosen += found["decision"][:MAX_DECISIONS]
     return [FeedItem(line, RANK_LESSON, section=LESSONS) for line in chosen]
+
+
+def is_question(text: str) -> bool:
+    """A mined "decision" that ends in a question mark asked something; it decided nothing."""
+    return text.rstrip().rstrip("\"'`)").endswith("?")
+
+
+_REQUEST = re.compile(r"^\W*(?:please\b|(?:can|could|would) you\b|i'?d like\b|never ?mind\b)", re.IGNORECASE)
+
+
+def decides(text: str) -> bool:
+    """A mined decision that still guides the next session: not a question ("does it only run on
+    main?") and not a request to that session's agent ("please add transformer.js too first")."""
+    return not is_question(text) and _REQUEST.match(text) is None
 
 
 def used_here(arcs: list[ProjectArc]) -> list[FeedItem]:

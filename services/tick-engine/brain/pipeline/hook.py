@@ -326,6 +326,8 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
                              f"its feed follows._")
     if project is None:
         sections = read_feed(folder)
+        if index is not None:
+            sections = compact_global(sections)
         if index is not None and cwd and sections:
             notes.append(new_project_note(cwd))
     if sections:
@@ -338,6 +340,20 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
     if not text:
         return Context("", None)
     return Context(f"{note}\n\n{text}" if note else text, project)
+
+
+#: Global files a session in a new project does without: the tick's own bookkeeping
+#: (``2 graduated``), and the hot table when ``recent-work.md`` lists the same arcs with their files.
+TICK_DIFF, HOT_TABLE, RECENT_WORK = "last-tick-diff.md", "hot-arcs.md", "recent-work.md"
+
+
+def compact_global(sections: list[FeedSection]) -> list[FeedSection]:
+    """The global feed for a session outside every known project (the tick wrote a project
+    index): signals, injects, intent and the recent work across projects; not the tick's diff,
+    and not the hot table when the recent work says the same with files and commands."""
+    names = {s.name for s in sections}
+    drop = {TICK_DIFF, HOT_TABLE} if RECENT_WORK in names else {TICK_DIFF}
+    return [s for s in sections if s.name not in drop]
 
 
 _WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
