@@ -126,7 +126,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         if note.arc is not None:
             by_id.setdefault(note.arc.cluster_id, []).append(note)
     out = KeeperDecisions()
-    live: list[tuple[Note, int, HeatInputs]] = []
+    live: list[tuple[Note, int, HeatInputs, bool, bool]] = []  # note, heat, inputs, managed, in conscious
     reused: dict[int, tuple[Marker, ...]] = {}  # id(note) -> its dropped signals, as decided before
     for cluster_id, group in by_id.items():
         if len(group) > 1:
@@ -135,7 +135,8 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         note = group[0]
         arc = note.arc
         assert arc is not None
-        if top_folder(note.path) == "amygdala":
+        top = top_folder(note.path)
+        if top == "amygdala":
             continue  # alarm files belong to the amygdala consumer
         if arc.is_tombstone:
             out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, note.path)
@@ -149,7 +150,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
             reused[id(note)] = known.drop_signals
         else:
             heat = compute(inputs, now, s)
-        live.append((note, heat, inputs))
+        live.append((note, heat, inputs, top in MANAGED_ROOTS, in_conscious(note.path)))
         if horizon:
             changes = next_change(inputs, now, s, heat)
             if changes is not None and (out.next_change is None or changes < out.next_change):
@@ -157,30 +158,29 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
 
     # Conscious: hottest first, at most conscious_cap; arcs already there win ties (no churn).
     contenders = [
-        (note, heat, inputs)
-        for note, heat, inputs in live
-        if is_managed(note.path)
-        and (heat >= s.promote_heat or (in_conscious(note.path) and heat >= s.demote_heat))
+        item
+        for item in live
+        if item[3] and (item[1] >= s.promote_heat or (item[4] and item[1] >= s.demote_heat))
     ]
     contenders.sort(
         key=lambda item: (
             -item[1],
-            0 if in_conscious(item[0].path) else 1,
+            0 if item[4] else 1,
             -item[2].last_active.timestamp(),
             item[0].arc.cluster_id if item[0].arc else "",
         )
     )
     chosen = {id(item[0]) for item in contenders[: max(0, s.conscious_cap)]}
 
-    for note, heat, inputs in live:
+    for note, heat, inputs, managed, conscious in live:
         arc = note.arc
         assert arc is not None
         known_drops = reused.get(id(note))
         drops = known_drops if known_drops is not None else \
-            tuple(m for m in note.markers if is_tombstoned_signal(m, now))
+            tuple(m for m in note.markers if m.type == "signal" and is_tombstoned_signal(m, now))
         status, path, move = arc.status, note.path, None
         name = file_name(arc.cluster_id)
-        if is_managed(note.path):
+        if managed:
             already_graduated = arc.status == "graduated" and note.path.startswith(GRADUATED_ROOTS)
             if (
                 not already_graduated
@@ -191,9 +191,9 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 status, move = "graduated", "graduated"
                 path = f"{graduation_folder(arc.region)}/{name}"
                 heat = compute(_with_status(inputs, status), now, s)
-            elif id(note) in chosen and not in_conscious(note.path):
+            elif id(note) in chosen and not conscious:
                 path, move = f"{CONSCIOUS}/{name}", "promoted"
-            elif id(note) not in chosen and in_conscious(note.path):
+            elif id(note) not in chosen and conscious:
                 path, move = f"{UNCONSCIOUS}/{name}", "demoted"
         out.arcs[arc.cluster_id] = ArcDecision(note, heat, status, path, move, drops)
     return out

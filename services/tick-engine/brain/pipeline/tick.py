@@ -350,7 +350,7 @@ def _run(tick: _Tick) -> None:
     elif tick.ai_phase is None:
         for name in ("prompt", "llm", "apply"):
             report.ai_phases[name] = {"skipped": tick.skip_reason}
-        tick.candidates_key, candidates = _candidates(snapshot, state)
+        tick.candidates_key, candidates = _candidates(snapshot, state, same_files=state.get("fingerprint") == fp)
         report.ai_phases["prompt"].update(candidates)
     else:
         outcome = tick.ai_phase(s, snapshot, kplan, now, tick.tx.journal if tick.tx else None, dry_run)
@@ -544,10 +544,15 @@ def _arcs_key(snapshot: Snapshot) -> str:
     return hashlib.sha1("".join(rows).encode(), usedforsecurity=False).hexdigest()
 
 
-def _candidates(snapshot: Snapshot, state: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The ``--no-ai`` candidate report (and its key), reused from the last tick while the arcs are the same."""
-    key = _arcs_key(snapshot)
+def _candidates(snapshot: Snapshot, state: Mapping[str, Any], *, same_files: bool = False) -> tuple[str, dict[str, Any]]:
+    """The ``--no-ai`` candidate report (and its key), reused from the last tick while the arcs are the same.
+
+    ``same_files``: the listing is the very one the last tick left (its fingerprint: files, sizes,
+    mtimes, settings, code), so the arcs are too and their key is the one saved, not recomputed.
+    """
     cached = state.get("candidates")
+    saved = cached.get("key") if isinstance(cached, dict) else None
+    key = saved if same_files and isinstance(saved, str) else _arcs_key(snapshot)
     if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("report"), dict):
         return key, dict(cached["report"])
     return key, candidate_report(snapshot.notes.values())
