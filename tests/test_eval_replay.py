@@ -39,8 +39,13 @@ def test_schedules_give_the_last_run_at_or_before_an_instant() -> None:
     assert every6.hours == (0, 6, 12, 18)
     assert format_instant(every6.last_at_or_before(parse_instant("2026-01-03T05:00:00Z"))) == "2026-01-03T00:07:00Z"
     assert format_instant(every6.first_after(parse_instant("2026-01-03T18:07:00Z"))) == "2026-01-04T00:07:00Z"
-    with pytest.raises(ReplayError):
-        Schedule.parse("7 4 * * 1")
+    quarter = Schedule.parse("*/15 * * * *")
+    assert quarter.minutes == (0, 15, 30, 45) and quarter.hours == tuple(range(24))
+    assert format_instant(quarter.last_at_or_before(parse_instant("2026-01-03T05:14:59Z"))) == "2026-01-03T05:00:00Z"
+    assert format_instant(quarter.first_after(parse_instant("2026-01-03T23:45:00Z"))) == "2026-01-04T00:00:00Z"
+    for bad in ("7 4 * * 1", "*/0 * * * *", "61 * * * *", "x 4 * * *"):
+        with pytest.raises(ReplayError):
+            Schedule.parse(bad)
 
 
 def test_production_profile_is_read_from_the_chart_values(tmp_path: Path) -> None:

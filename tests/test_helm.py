@@ -30,7 +30,7 @@ KEEPER = "brain-keeper"
 
 TICK_SCHEDULE = "7 */2 * * *"  # SPEC §13
 # Issue 11 item 5: incremental extraction on the tick's schedule (was daily at 04:07 UTC).
-EXTRACT_SCHEDULE = "2 */2 * * *"  # five minutes before each tick, so its arcs are in that tick's feed
+EXTRACT_SCHEDULE = "*/15 * * * *"  # incremental extraction + keeper: new sessions reach the feed within 15 min
 TICK_INTERVAL_SECONDS = 7200
 UID = 10001
 #: Oldest Kubernetes the charts support (Chart.yaml kubeVersion); the newest is the newest
@@ -274,6 +274,8 @@ def test_extract_cronjob(helm: Path) -> None:
     assert (shell, flag, script_name) == ("/bin/bash", "-c", "extract")
     assert "set -euo pipefail" in script
     assert 'brain extract "$@" | brain cluster --out-dir "/vault/clusters/${day}" --vault /vault' in script
+    # New arcs reach the feed at once: the deterministic keeper runs after every extraction.
+    assert script.rstrip().endswith("brain keeper --vault /vault")
     assert 'day="$(date -u +%F)"' in script
     args = container["args"]
     assert args[args.index("--since") + 1] == DEFAULTS.since
@@ -343,6 +345,12 @@ def test_env_values_reach_every_container(helm: Path) -> None:
     for obj in workloads(objects):
         for c in pod_spec(obj)["containers"]:
             assert env_of(c)["BRAIN_LLM_URL"]["value"] == "http://litellm.litellm.svc.cluster.local:4000"
+
+
+def test_extraction_without_feed_refresh_leaves_the_feed_to_the_tick(helm: Path) -> None:
+    objects = render(OPS, sets=("extract.refreshFeed=false",))
+    (container,) = pod_spec(only(objects, "CronJob", "-extract"))["containers"]
+    assert "brain keeper" not in container["command"][2]
 
 
 def test_missing_nfs_server_is_a_render_error(helm: Path) -> None:

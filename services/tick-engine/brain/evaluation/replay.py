@@ -120,45 +120,61 @@ def product_env(base: Mapping[str, str], work: Path) -> dict[str, str]:
 # --- profiles --------------------------------------------------------------------------------------
 
 
+def _cron_field(text: str, low_bound: int, high_bound: int) -> set[int] | None:
+    """The values of one cron field (``*``, ``N``, ``A-B``, ``*/S``, ``A-B/S``, comma lists)."""
+    values: set[int] = set()
+    for piece in text.split(","):
+        step = 1
+        if "/" in piece:
+            piece, step_text = piece.split("/", 1)
+            if not step_text.isdigit() or int(step_text) <= 0:
+                return None
+            step = int(step_text)
+        if piece == "*":
+            low, high = low_bound, high_bound
+        elif re.fullmatch(r"\d+-\d+", piece):
+            low, high = (int(x) for x in piece.split("-"))
+        elif piece.isdigit():
+            low = high = int(piece)
+        else:
+            return None
+        if not (low_bound <= low <= high <= high_bound):
+            return None
+        values.update(range(low, high + 1, step))
+    return values
+
+
 @dataclass(frozen=True)
 class Schedule:
-    """A daily cron schedule: ``M H * * *``, ``M */N * * *``, ``M H1,H2 * * *``, ``M A-B * * *``."""
+    """A daily cron schedule: minute and hour fields (``7 4 * * *``, ``7 */2 * * *``,
+    ``*/15 * * * *``, lists and ranges); day, month and weekday must be ``*``."""
 
-    minute: int
+    minutes: tuple[int, ...]
     hours: tuple[int, ...]
     text: str
+
+    @property
+    def minute(self) -> int:
+        return self.minutes[0]
 
     @classmethod
     def parse(cls, text: str) -> Schedule:
         parts = text.split()
-        if len(parts) != 5 or parts[2:] != ["*", "*", "*"] or not parts[0].isdigit():
-            raise ReplayError(f"unsupported cron schedule {text!r} (use 'M H * * *' or 'M */N * * *')")
-        minute = int(parts[0])
-        hours: set[int] = set()
-        for piece in parts[1].split(","):
-            step = 1
-            if "/" in piece:
-                piece, step_text = piece.split("/", 1)
-                step = int(step_text) if step_text.isdigit() and int(step_text) > 0 else 0
-            if piece == "*":
-                low, high = 0, 23
-            elif re.fullmatch(r"\d+-\d+", piece):
-                low, high = (int(x) for x in piece.split("-"))
-            elif piece.isdigit():
-                low = high = int(piece)
-            else:
-                step = 0
-            if step <= 0 or not (0 <= low <= high <= 23) or minute > 59:
-                raise ReplayError(f"unsupported cron schedule {text!r}")
-            hours.update(range(low, high + 1, step))
-        return cls(minute, tuple(sorted(hours)), text)
+        if len(parts) != 5 or parts[2:] != ["*", "*", "*"]:
+            raise ReplayError(f"unsupported cron schedule {text!r} (use 'M H * * *', 'M */N * * *' or '*/N * * * *')")
+        minutes = _cron_field(parts[0], 0, 59)
+        hours = _cron_field(parts[1], 0, 23)
+        if not minutes or not hours:
+            raise ReplayError(f"unsupported cron schedule {text!r}")
+        return cls(tuple(sorted(minutes)), tuple(sorted(hours)), text)
+
+    def _runs(self, day: datetime) -> list[datetime]:
+        return [day.replace(hour=h, minute=m) for h in self.hours for m in self.minutes]
 
     def last_at_or_before(self, instant: datetime) -> datetime:
         day = instant.replace(hour=0, minute=0, second=0, microsecond=0)
         for back in range(0, 3):
-            base = day - timedelta(days=back)
-            for hour in reversed(self.hours):
-                candidate = base.replace(hour=hour, minute=self.minute)
+            for candidate in reversed(self._runs(day - timedelta(days=back))):
                 if candidate <= instant:
                     return candidate
         raise ReplayError(f"schedule {self.text!r} has no run")
@@ -166,9 +182,7 @@ class Schedule:
     def first_after(self, instant: datetime) -> datetime:
         day = instant.replace(hour=0, minute=0, second=0, microsecond=0)
         for ahead in range(0, 3):
-            base = day + timedelta(days=ahead)
-            for hour in self.hours:
-                candidate = base.replace(hour=hour, minute=self.minute)
+            for candidate in self._runs(day + timedelta(days=ahead)):
                 if candidate > instant:
                     return candidate
         raise ReplayError(f"schedule {self.text!r} has no run")
