@@ -65,6 +65,7 @@ demo: install
 
 bench: install
 	$(PY) scripts/bench.py
+	$(PY) scripts/bench_markers.py
 
 golden: install
 	UPDATE_GOLDEN=1 $(PY) -m pytest tests/test_tick.py tests/test_prompt.py tests/test_feed.py -q -k golden

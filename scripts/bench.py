@@ -191,7 +191,7 @@ def main() -> None:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     extras = []
-    for name in () if args.vaults_only else ("brain.bench_extract", "brain.bench_ai"):
+    for name in () if args.vaults_only else ("brain.bench_extract", "brain.bench_ai", "brain.bench_search"):
         try:
             module = __import__(name, fromlist=["run"])
         except ModuleNotFoundError:

@@ -13,7 +13,8 @@ import pytest
 from tests.conftest import FIXTURE_SESSIONS
 from tests.eval_logs import write_logs
 
-FEEDS = ("brain", "empty", "recent-titles", "digest@brain-tokens", "recent-digest", "project-digest", "oracle")
+FEEDS = ("brain", "brain+recall", "empty", "recent-titles", "digest@brain-tokens", "recent-digest", "project-digest",
+         "oracle")
 
 
 def _eval(*args: str) -> subprocess.CompletedProcess[str]:

@@ -152,12 +152,16 @@ def test_the_replay_scores_the_hand_made_targets(evaluation: Evaluation) -> None
 
 def test_the_report_has_every_feed_and_the_verdict(evaluation: Evaluation) -> None:
     text = human(evaluation)
-    for name in ("brain", *bl.BASELINES):
+    for name in ("brain", "brain+recall", *bl.BASELINES):
         assert f"\n{name} " in text
     assert "Verdict: " in text
     data = json.loads(as_json(evaluation))
     assert [t["session_id"] for t in data["targets"]] == [S2, S5, S4]
-    assert set(data["aggregate"]) == {"brain", *bl.BASELINES}
+    assert set(data["aggregate"]) == {"brain", "brain+recall", *bl.BASELINES}
+    assert data["recall_gain"]["verdict"] in ("better", "worse", "indistinguishable")
+    for target in evaluation.targets:  # recall only adds to the boot feed: it can never score lower
+        assert (target.scores["brain+recall"].r_kn or 0.0) >= (target.scores["brain"].r_kn or 0.0)
+        assert target.feeds["brain+recall"].startswith(target.feeds["brain"])
     assert set(data["comparisons"]) == set(bl.BASELINES)
     assert data["aggregate"]["oracle"]["r_kn_project"] == 1.0
     assert data["projects"]["alpha"]["targets"] == 1 and data["projects"]["beta"]["targets"] == 2

@@ -166,15 +166,7 @@ def test_plan_inbox_is_pure_over_texts(arcs: Path) -> None:
     assert problems == [] and len(plan.operations) == 2
 
 
-def _tick_drains() -> bool:
-    import inspect
 
-    import brain.pipeline.tick
-
-    return "drain_inbox" in inspect.getsource(brain.pipeline.tick)
-
-
-@pytest.mark.skipif(not _tick_drains(), reason="the tick does not drain the inbox yet (wiring pending)")
 def test_the_tick_drains_the_inbox_into_the_feed_and_keeps_the_index_current(arcs: Path) -> None:
     from brain.search import index
     from tests.support.vaults import run_tick_json, tree_digest

@@ -230,15 +230,7 @@ def test_planted_lesson_ranks_first_among_synthetic_arcs(tmp_path: Path, count: 
     assert PLANTED in text
 
 
-def _hook_recalls() -> bool:
-    import inspect
 
-    import brain.pipeline.hook
-
-    return "recall_for_prompt" in inspect.getsource(brain.pipeline.hook)
-
-
-@pytest.mark.skipif(not _hook_recalls(), reason="brain hook prompt-submit does not call recall yet (wiring pending)")
 def test_prompt_submit_adds_recall_once_per_session(small: Path, tmp_path: Path) -> None:
     import os
     import subprocess

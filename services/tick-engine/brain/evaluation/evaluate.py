@@ -30,7 +30,9 @@ from brain.evaluation.replay import (
 )
 
 BRAIN = "brain"
-FEEDS = (BRAIN, *bl.BASELINES)
+#: The boot feed plus what prompt-time recall adds to the session's first prompt (SPEC §15).
+BRAIN_RECALL = "brain+recall"
+FEEDS = (BRAIN, BRAIN_RECALL, *bl.BASELINES)
 MODES = ("incremental", "fresh")
 
 
@@ -65,6 +67,8 @@ class Evaluation:
     comparisons: tuple[m.Comparison, ...]
     verdict: m.Verdict
     warnings: tuple[str, ...]
+    #: brain+recall - brain on R_kn: what prompt-time recall adds over the boot feed alone.
+    recall_gain: m.Comparison | None = None
 
 
 def read_all_needs(sources: LogSources, universe: Sequence[Session]) -> tuple[dict[str, SessionNeeds], dict[str, SessionFiles], list[str]]:
@@ -116,7 +120,8 @@ def evaluate(
             if item.kind == TERM
         )
         knowable_items = [i for i in needed if i.key in known]
-        feeds = {BRAIN: target_run.feed}
+        feeds = {BRAIN: target_run.feed,
+                 BRAIN_RECALL: "\n\n".join(t for t in (target_run.feed, target_run.recall) if t)}
         feeds.update(bl.baseline_feeds(target, target_run.history, knowable_items,
                                        brain_tokens=tokens(target_run.feed), budget=request.budget))
         scores = {name: m.score_feed(text, needed, known, target.project, terms, earlier_terms)
@@ -126,4 +131,6 @@ def evaluate(
     aggregates = {name: m.aggregate(rows[name]) for name in FEEDS}
     comparisons = tuple(m.compare(rows[BRAIN], rows[name], name) for name in bl.BASELINES)
     verdict = m.verdict(aggregates[BRAIN], aggregates[bl.EMPTY], comparisons)
-    return Evaluation(request, len(universe), tuple(results), aggregates, comparisons, verdict, tuple(warnings))
+    recall_gain = m.compare(rows[BRAIN_RECALL], rows[BRAIN], BRAIN)
+    return Evaluation(request, len(universe), tuple(results), aggregates, comparisons, verdict, tuple(warnings),
+                      recall_gain)

@@ -320,6 +320,7 @@ class TargetRun:
     cutoff: datetime
     history: tuple[Session, ...]
     feed: str
+    recall: str = ""  # what prompt-time recall adds to the session's first prompt (brain hook prompt-submit)
 
 
 @dataclass(frozen=True)
@@ -423,6 +424,22 @@ class VaultBuilder:
         return self.run(["hook", "session-start", "--brain-feed", str(self.root / "brain-feed"), "--format", "text"],
                         stdin=json.dumps(hook_input), extra_env=env)
 
+    def recall(self, session: Session, at: datetime) -> str:
+        """Prompt-time recall for the session's first prompt, as ``brain hook prompt-submit`` gives it."""
+        prompt = str(session.entry.get("first_prompt") or "")
+        if not prompt.strip():
+            return ""
+        hook_input = {"session_id": f"eval-{session.id}", "cwd": session.cwd, "prompt": prompt,
+                      "hook_event_name": "UserPromptSubmit"}
+        env = {**self.env, "BRAIN_NOW": format_instant(at), "BRAIN_VAULT": str(self.root),
+               "BRAIN_RECALL_ON_PROMPT": "true", "BRAIN_REFRESH_INTERVAL": "1000000"}
+        out = self.run(["hook", "prompt-submit", "--brain-feed", str(self.root / "brain-feed")],
+                       stdin=json.dumps(hook_input), extra_env=env)
+        try:
+            return str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+        except (ValueError, KeyError, TypeError):
+            return ""
+
     def snapshot(self) -> tuple[Session, ...]:
         return tuple(ordered(self.history.values()))
 
@@ -450,7 +467,7 @@ def replay(
                 else:
                     builder.tick(at)
         feed = builder.feed(target, start)
-        runs.append(TargetRun(target, cutoff, builder.snapshot(), feed))
+        runs.append(TargetRun(target, cutoff, builder.snapshot(), feed, builder.recall(target, start)))
         if progress is not None:
             progress(index + 1, len(targets))
     return runs

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from brain.evaluation import baselines as bl
-from brain.evaluation.evaluate import BRAIN, FEEDS, Evaluation
+from brain.evaluation.evaluate import BRAIN, BRAIN_RECALL, FEEDS, Evaluation
 from brain.evaluation.metrics import Aggregate, Comparison, FeedScore, Scored, aggregate
 from brain.evaluation.needs import KINDS
 from brain.evaluation.replay import format_instant
 
-SHORT = {BRAIN: "brain", bl.EMPTY: "empty", bl.TITLES: "titles", bl.DIGEST_AT_BRAIN: "dig@bt",
+SHORT = {BRAIN: "brain", BRAIN_RECALL: "+recall", bl.EMPTY: "empty", bl.TITLES: "titles", bl.DIGEST_AT_BRAIN: "dig@bt",
          bl.RECENT_DIGEST: "recent", bl.PROJECT_DIGEST: "proj-dg", bl.ORACLE: "oracle"}
 
 
@@ -82,6 +82,11 @@ def human(evaluation: Evaluation) -> str:
         rows.append([c.baseline, _num(c.mean_project), _ci(c.ci_project), _num(c.mean_session), _ci(c.ci_session),
                      f"{c.wins}/{c.ties}/{c.losses}", c.verdict])
     out += _table(header, rows)
+    gain = evaluation.recall_gain
+    if gain is not None:
+        out += ["", f"Prompt-time recall (brain+recall - brain on R_kn): mean/proj {_num(gain.mean_project)} "
+                f"CI {_ci(gain.ci_project)}, W/T/L {gain.wins}/{gain.ties}/{gain.losses}: "
+                f"{'adds recall' if gain.verdict == 'better' else gain.verdict}"]
     out += ["", f"Verdict: {evaluation.verdict.line()}"]
     for warning in evaluation.warnings:
         out.append(f"warning: {warning}")
@@ -170,6 +175,7 @@ def as_json(evaluation: Evaluation) -> str:
             for project, feeds in per_project(evaluation).items()
         },
         "comparisons": {c.baseline: _comparison(c) for c in evaluation.comparisons},
+        "recall_gain": _comparison(evaluation.recall_gain) if evaluation.recall_gain is not None else None,
         "verdict": {"useless": evaluation.verdict.useless, "against": dict(evaluation.verdict.against),
                     "line": evaluation.verdict.line()},
         "warnings": list(evaluation.warnings),

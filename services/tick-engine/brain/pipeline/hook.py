@@ -267,6 +267,7 @@ class HookInput(NamedTuple):
     session_id: str | None = None
     cwd: str | None = None
     source: str | None = None  # startup | resume | clear | compact
+    prompt: str | None = None  # UserPromptSubmit: what the operator typed
 
     @classmethod
     def of(cls, payload: Mapping[str, Any]) -> HookInput:
@@ -274,7 +275,7 @@ class HookInput(NamedTuple):
             value = payload.get(key)
             return value if isinstance(value, str) and value.strip() else None
 
-        return cls(text("session_id"), text("cwd"), text("source"))
+        return cls(text("session_id"), text("cwd"), text("source"), text("prompt"))
 
 
 def read_hook_input(wait_seconds: float | None) -> HookInput:
@@ -413,8 +414,12 @@ def _load_session(path: Path) -> dict[str, Any]:
         return {"turns": 0, "digest": None}
     turns = data.get("turns") if isinstance(data, dict) else None
     digest = data.get("digest") if isinstance(data, dict) else None
-    return {"turns": turns if isinstance(turns, int) and turns >= 0 else 0,
-            "digest": digest if isinstance(digest, str) else None}
+    state: dict[str, Any] = {"turns": turns if isinstance(turns, int) and turns >= 0 else 0,
+                             "digest": digest if isinstance(digest, str) else None}
+    recalled = data.get("recalled") if isinstance(data, dict) else None
+    if isinstance(recalled, list):  # what prompt-time recall already showed this session
+        state["recalled"] = [key for key in recalled if isinstance(key, str)]
+    return state
 
 
 def _save_session(path: Path, state: Mapping[str, Any]) -> None:
@@ -492,22 +497,44 @@ def session_start_answer(call: HookCall, output_format: str) -> str:
 
 
 def prompt_submit_answer(call: HookCall) -> str:
-    """What ``prompt-submit`` prints: the session's context every ``refresh_interval`` turns if it changed."""
+    """What ``prompt-submit`` prints: the session's context every ``refresh_interval`` turns if it
+    changed, and (opt-in ``recall_on_prompt``) the index items most relevant to the prompt."""
     settings, hook_input = call.settings, call.hook_input
-    if not settings.enabled or settings.refresh_interval <= 0 or hook_input.session_id is None:
+    refresh = settings.refresh_interval > 0
+    if not settings.enabled or hook_input.session_id is None or not (refresh or settings.recall_on_prompt):
         return ""
     path = _session_file(call.state, hook_input.session_id)
     state = _load_session(path)
     state["turns"] += 1
-    answer = ""
-    if state["turns"] % settings.refresh_interval == 0:
+    parts: list[str] = []
+    if refresh and state["turns"] % settings.refresh_interval == 0:
         text = context_for(settings, call.cwd, call.now).text
         digest = digest_of(text) if text else None
         if digest is not None and digest != state["digest"]:
             state["digest"] = digest
-            answer = hook_answer(PROMPT_SUBMIT, text) + "\n"
+            parts.append(text)
+    recalled = _recall(settings, hook_input.prompt, state)
+    if recalled:
+        parts.append(recalled)
     _save_session(path, state)
-    return answer
+    return hook_answer(PROMPT_SUBMIT, "\n\n".join(parts)) + "\n" if parts else ""
+
+
+def _recall(settings: Settings, prompt: str | None, state: dict[str, Any]) -> str:
+    """Index hits for the prompt (SPEC §15), each shown at most once per session (``state["recalled"]``)."""
+    if not settings.recall_on_prompt or not prompt:
+        return ""
+    folder = feed_folder(settings)
+    vault = settings.vault or (folder.parent if folder is not None else None)
+    if vault is None:
+        return ""
+    from brain.search.recall import recall_for_prompt
+
+    seen = set(state.get("recalled", ()))
+    text = recall_for_prompt(vault, prompt, seen, settings)
+    if text:
+        state["recalled"] = sorted(seen)
+    return text
 
 
 class HookUsageError(ValueError):

@@ -332,6 +332,7 @@ def _run(tick: _Tick) -> None:
     report.problems.extend(snapshot.problems)
     report.delta = snapshot.delta
     _after_scan(tick, snapshot)
+    snapshot = _drain_inbox(tick, snapshot)
 
     decisions = decide(snapshot.notes.values(), now, s, horizon=True)
     dashboards_key = _dashboards_key(decisions)
@@ -389,6 +390,8 @@ def _run(tick: _Tick) -> None:
     report.verify.ms = _ms(t)
 
     _publish_alarms(tick, snapshot)
+    if not dry_run:
+        _refresh_index(tick, snapshot)
 
     markers_all = [m for note in snapshot.notes.values() for m in note.markers]
     final = final_plan.decisions
@@ -423,6 +426,34 @@ def _after_scan(tick: _Tick, snapshot: Snapshot) -> None:
     """Post-scan steps: each gets the snapshot and ``tick.report.delta`` (what changed since the
     last scan). Steps that keep their own view of the vault (a search index) are wired here, or,
     to also see what this tick wrote, after the run with ``report.notes_changed()``."""
+
+
+def _drain_inbox(tick: _Tick, snapshot: Snapshot) -> Snapshot:
+    """Notes agents and operators left in raw/inbox/ become blocks in their project's arc (SPEC §15)."""
+    from brain.pipeline.inbox import apply_drain, drain_inbox
+
+    plan, problems = drain_inbox(tick.vault, snapshot.notes.values(), tick.now, tick.s)
+    tick.report.problems.extend(problems)
+    if not plan:
+        return snapshot
+    result = apply_drain(plan, tick.apply)
+    tick.report.result.merge(result)
+    tick.report.problems.extend(result.problems)
+    if tick.report.dry_run:
+        return snapshot
+    return fold(snapshot, plan, result, {}, tick.feed_rel)
+
+
+def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
+    """The search index follows the vault: files whose content changed are read again, nothing else."""
+    import sqlite3
+
+    from brain.search.index import sync
+
+    try:
+        sync(tick.vault, snapshot.notes.values(), max_bytes=tick.s.max_note_bytes)
+    except (OSError, sqlite3.Error) as exc:
+        tick.report.problems.append(Problem(".brain/search.sqlite", None, f"search index not updated: {exc}"))
 
 
 def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
