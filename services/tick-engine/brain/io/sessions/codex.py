@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.core.session import MAX_PROMPTS
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
@@ -51,6 +50,7 @@ from brain.io.sessions import (
     relative_file,
     time_key,
     top_tools,
+    work_fields,
 )
 from brain.io.sessions.incremental import Cursor, read_numbered
 
@@ -371,15 +371,7 @@ class _Rollout:
         for line, text, day in prompts:
             work.prompt(line, text, day)
         return {
-            "files_edited": tuple((one_line(p, 500), n) for p, n in work.files_edited()),
-            "files_read": tuple((one_line(p, 500), n) for p, n in work.files_read()),
-            "commands": tuple((one_line(c, 120), n) for c, n in work.ranked_commands()),
-            "failures": work.failures(),
-            "identifiers": tuple(one_line(i, 120) for i in work.identifier_list()),
-            "prompts": tuple(one_line(clean_prompt(text), 300) for _line, text, _day in prompts[:MAX_PROMPTS]),
-            "last_state": one_line(clean_prompt(self.last_text), 300),
-            "todos": work.todo_list(),
-            "lessons": work.lessons(),
+            **work_fields(work, [text for _line, text, _day in prompts], self.last_text),
             "headless": self.headless,
         }
 
