@@ -15,7 +15,7 @@ from brain.evaluation.needs import (
     parse_shell,
     read_needs,
 )
-from tests.eval_logs import ALPHA, S1, S2, S3, S4, S5, write_logs
+from tests.eval_logs import ALPHA, S1, S1_PROMPT, S2, S3, S4, S5, write_logs
 
 
 def _items(needs: object) -> list[tuple[str, str, int]]:
@@ -45,6 +45,13 @@ def test_needed_items_of_the_hand_made_sessions(tmp_path: Path) -> None:
         ("file", "router.ex", 0), ("command", "mix phx.server", 0),
         ("error", "undefinedfunctionerror", 0), ("entity", "phx.server", 0),
     ]
+
+
+def test_human_prompts_are_kept_in_order_for_the_recall_replay(tmp_path: Path) -> None:
+    write_logs(tmp_path)
+    needs = read_needs(locate_claude(tmp_path)[S1])
+    assert needs.prompts == (S1_PROMPT, "thanks, that works")  # tool results are not prompts
+    assert "header tests pass again" not in repr(needs)  # kept out of anything printed
 
 
 def test_file_items_carry_basename_and_repo_relative_forms(tmp_path: Path) -> None:
@@ -100,6 +107,7 @@ def test_subagent_tool_calls_count_and_their_prompts_do_not(tmp_path: Path) -> N
     needs = read_needs(locate_claude(tmp_path)[S1])
     keys = {i.key for i in needs.items}
     assert "lexer.py" in keys and "parse_things_secretly" not in keys
+    assert not any("parse_things_secretly" in p for p in needs.prompts)  # a subagent's prompt is not the human's
     assert needs.damaged_lines == 1
 
 
@@ -126,6 +134,7 @@ def test_codex_rollout_items(tmp_path: Path) -> None:
         ("file", "env.test.ts", 0), ("command", "npm test", 0), ("error", "assertionerror", 0),
         ("entity", "compact_threshold", 0), ("file", "env.ts", 1),
     ]
+    assert read_needs(located[sid]).prompts == ("raise the `compact_threshold` to 90",)  # scaffolding left out
 
 
 def test_damaged_and_empty_files_are_survived(tmp_path: Path) -> None:

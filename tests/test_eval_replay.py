@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from brain.evaluation import baselines as bl
 from brain.evaluation.evaluate import BRAIN, EvalRequest, Evaluation, evaluate
+from brain.evaluation.needs import locate_claude, read_needs
 from brain.evaluation.replay import (
     BrainRunner,
     LogSources,
@@ -182,3 +184,64 @@ def test_feeds_and_blind_judge_packets_are_written(evaluation: Evaluation, tmp_p
     assert "empty" not in key.values()  # nothing to judge
     for packet in packets:
         assert key[packet["packet"]] not in packet["prompt"].split("## Injected context")[0]  # blind
+
+
+# --- prompt-time recall replayed at every human prompt ---------------------------------------------
+
+GAMMA = "66666666-6666-4666-8666-666666666666"
+DELTA1 = "77777777-7777-4777-8777-777777777777"
+DELTA2 = "88888888-8888-4888-8888-888888888888"
+OPENING = "good morning, let us look at delta today"
+
+
+def _write_recall_logs(projects: Path) -> None:
+    """Gamma hit ZorblatQuotaError in zorblat_export.py; later, a delta session names it only at its
+    second prompt. Delta's boot feed is about delta (it cannot carry gamma's item); only recall at
+    that prompt can bring it back. Five unrelated epsilon sessions make the index big enough for
+    BM25 to rate a rare word."""
+    from tests.eval_logs import _Log
+
+    for i, topic in enumerate(["billing cron", "login page", "cache warmup", "pdf renderer", "mail queue"]):
+        (_Log(f"9999999{i}-9999-4999-8999-99999999999{i}", "/work/epsilon", f"2026-01-2{i}T10:00")
+         .prompt(f"work on the {topic}").tool("Read", {"file_path": f"/work/epsilon/{topic.replace(' ', '_')}.py"})
+         .at("10:10").prompt("done").write(projects))
+    failure = "Traceback (most recent call last):\nZorblatQuotaError: quota exceeded"
+    (_Log(GAMMA, "/work/gamma", "2026-02-01T10:00")
+     .prompt("the quarterly export zorblat_export.py dies with ZorblatQuotaError")
+     .tool("Bash", {"command": "python tools/zorblat_export.py --all"}, failure, error=True)
+     .at("10:20").prompt("ok, done for today").write(projects))
+    (_Log(DELTA1, "/work/delta", "2026-02-02T09:00").prompt("tidy the delta readme")
+     .tool("Read", {"file_path": "/work/delta/README.md"}).at("09:10").prompt("thanks").write(projects))
+    (_Log(DELTA2, "/work/delta", "2026-02-03T09:00").prompt(OPENING)
+     .tool("Read", {"file_path": "/work/delta/README.md"})
+     .prompt("the zorblat_export.py script fails again with ZorblatQuotaError")
+     .tool("Bash", {"command": "python tools/zorblat_export.py --all"}, failure, error=True)
+     .at("09:30").prompt("fine").write(projects))
+
+
+def test_recall_at_a_later_prompt_brings_back_what_the_boot_feed_could_not(tmp_path: Path) -> None:
+    projects = tmp_path / "projects"
+    _write_recall_logs(projects)
+    work = tmp_path / "work"
+    run = BrainRunner(product_env(os.environ, work))
+    evaluation = evaluate(EvalRequest(LogSources(projects, None), ideal_profile(), warmup=0), run, work / "eval")
+    target = next(t for t in evaluation.targets if t.session.id == DELTA2)
+    assert target.knowable == {"zorblat_export.py", "python zorblat_export.py", "zorblatquotaerror"}
+    boot, with_recall = target.feeds[BRAIN], target.feeds["brain+recall"]
+    assert "zorblat" not in boot.lower()  # delta's feed is about delta
+    assert with_recall.startswith(boot)
+    recalled = with_recall[len(boot):]
+    assert "ZorblatQuotaError" in recalled  # recalled at the second prompt, which names it
+    assert target.scores[BRAIN].r_kn == 0.0
+    assert (target.scores["brain+recall"].r_kn or 0.0) > 0.0
+    # One hook session over all prompts: an arc recalled at one prompt is not shown again at the next.
+    links = re.findall(r"\[\[([^\]]+)\]\]", recalled)
+    assert links and len(links) == len(set(links))
+    assert evaluation.recall_gain is not None and evaluation.recall_gain.mean_project is not None
+    assert evaluation.recall_gain.mean_project > 0.0
+    # The prompts are replayed, never printed.
+    assert OPENING not in human(evaluation) and OPENING not in as_json(evaluation)
+    # Deterministic: replayed again on the same vault, recall starts from an empty hook state.
+    builder = VaultBuilder(run, LogSources(projects, None), ideal_profile(), work / "eval" / "vault")
+    prompts = read_needs(locate_claude(projects)[DELTA2]).prompts
+    assert with_recall == "\n\n".join((boot, builder.recall(target.session, target.session.start, prompts)))

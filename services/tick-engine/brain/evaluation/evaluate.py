@@ -30,7 +30,7 @@ from brain.evaluation.replay import (
 )
 
 BRAIN = "brain"
-#: The boot feed plus what prompt-time recall adds to the session's first prompt (SPEC §15).
+#: The boot feed plus what prompt-time recall adds at each of the session's human prompts (SPEC §15).
 BRAIN_RECALL = "brain+recall"
 FEEDS = (BRAIN, BRAIN_RECALL, *bl.BASELINES)
 MODES = ("incremental", "fresh")
@@ -105,7 +105,7 @@ def evaluate(
     targets = select_targets(universe, warmup=request.warmup, excluded=_excluded(files, request.exclude_targets_from),
                              min_turns=request.min_target_turns)
     runs = replay(run, request.sources, request.profile, universe, targets, mode=request.mode, work=work,
-                  progress=progress)
+                  progress=progress, prompts={t.id: needs[t.id].prompts for t in targets})
     results = []
     for target_run in runs:
         target = target_run.session

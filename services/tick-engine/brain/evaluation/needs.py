@@ -53,6 +53,8 @@ class SessionNeeds:
     items: tuple[NeededItem, ...]
     tool_calls: int
     damaged_lines: int = 0
+    #: The human prompts in order, as this reader saw them (replayed to prompt-time recall; never printed).
+    prompts: tuple[str, ...] = field(default=(), repr=False)
 
     def headline(self) -> tuple[NeededItem, ...]:
         """The items of the headline kinds (no terms)."""
@@ -542,6 +544,7 @@ class _Collector:
     cwd: str | None
     calls: int = 0
     items: dict[tuple[str, str], NeededItem] = field(default_factory=dict)
+    prompts: list[str] = field(default_factory=list)
 
     def add(self, kind: str, key: str, forms: Iterable[str], label: str, at: int | None = None) -> None:
         """Record a need; one item per key (a file typed in a prompt and then read is one item,
@@ -586,6 +589,8 @@ class _Collector:
             self.add(ERROR, key, (label,), label, at)
 
     def prompt(self, text: str) -> None:
+        if text.strip():
+            self.prompts.append(text)
         entities, terms = parse_prompt(text)
         for key, label in entities:
             self.add(ENTITY, key, (label, key), label)
@@ -594,7 +599,7 @@ class _Collector:
 
     def result(self, session_id: str, agent: str, damaged: int) -> SessionNeeds:
         ordered = sorted(self.items.values(), key=lambda i: (i.first_call, ALL_KINDS.index(i.kind), i.key))
-        return SessionNeeds(session_id, agent, tuple(ordered), self.calls, damaged)
+        return SessionNeeds(session_id, agent, tuple(ordered), self.calls, damaged, tuple(self.prompts))
 
 
 # --- Claude Code --------------------------------------------------------------------------------

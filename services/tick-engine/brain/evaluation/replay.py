@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,6 +23,8 @@ EPOCH = "1970-01-01T00:00:00Z"
 #: The universe is read as of this instant: every session that exists.
 FAR_FUTURE = "2999-12-31T23:59:59Z"
 TICK_BEFORE = timedelta(hours=2)
+#: Prompt-time recall is replayed at a target's first this-many human prompts (one hook run each).
+RECALL_PROMPTS = 10
 
 
 class ReplayError(Exception):
@@ -320,7 +323,7 @@ class TargetRun:
     cutoff: datetime
     history: tuple[Session, ...]
     feed: str
-    recall: str = ""  # what prompt-time recall adds to the session's first prompt (brain hook prompt-submit)
+    recall: str = ""  # what prompt-time recall adds over the session's human prompts (brain hook prompt-submit)
 
 
 @dataclass(frozen=True)
@@ -424,21 +427,36 @@ class VaultBuilder:
         return self.run(["hook", "session-start", "--brain-feed", str(self.root / "brain-feed"), "--format", "text"],
                         stdin=json.dumps(hook_input), extra_env=env)
 
-    def recall(self, session: Session, at: datetime) -> str:
-        """Prompt-time recall for the session's first prompt, as ``brain hook prompt-submit`` gives it."""
-        prompt = str(session.entry.get("first_prompt") or "")
-        if not prompt.strip():
+    def recall(self, session: Session, at: datetime, prompts: Sequence[str] = ()) -> str:
+        """Prompt-time recall over the session's human prompts, in order, as ``brain hook prompt-submit``
+        gives it: one hook session for all of them (an item is recalled at most once), at most
+        :data:`RECALL_PROMPTS` prompts. Without ``prompts``, the bundle's first prompt."""
+        if not prompts:
+            first = str(session.entry.get("first_prompt") or "")
+            prompts = (first,) if first.strip() else ()
+        asked = [p for p in prompts if p.strip()][:RECALL_PROMPTS]
+        if not asked:
             return ""
-        hook_input = {"session_id": f"eval-{session.id}", "cwd": session.cwd, "prompt": prompt,
-                      "hook_event_name": "UserPromptSubmit"}
+        # A state folder of its own, emptied first: a rerun must not inherit what an earlier one recalled.
+        state = self.root.parent / f"{self.root.name}-hook-state" / session.id
+        shutil.rmtree(state, ignore_errors=True)
+        state.mkdir(parents=True)
         env = {**self.env, "BRAIN_NOW": format_instant(at), "BRAIN_VAULT": str(self.root),
-               "BRAIN_RECALL_ON_PROMPT": "true", "BRAIN_REFRESH_INTERVAL": "1000000"}
-        out = self.run(["hook", "prompt-submit", "--brain-feed", str(self.root / "brain-feed")],
-                       stdin=json.dumps(hook_input), extra_env=env)
-        try:
-            return str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
-        except (ValueError, KeyError, TypeError):
-            return ""
+               "BRAIN_RECALL_ON_PROMPT": "true", "BRAIN_REFRESH_INTERVAL": "1000000",
+               "BRAIN_HOOK_STATE_DIR": str(state)}
+        blocks = []
+        for prompt in asked:
+            hook_input = {"session_id": f"eval-{session.id}", "cwd": session.cwd, "prompt": prompt,
+                          "hook_event_name": "UserPromptSubmit"}
+            out = self.run(["hook", "prompt-submit", "--brain-feed", str(self.root / "brain-feed")],
+                           stdin=json.dumps(hook_input), extra_env=env)
+            try:
+                block = str(json.loads(out)["hookSpecificOutput"]["additionalContext"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            if block.strip():
+                blocks.append(block)
+        return "\n\n".join(blocks)
 
     def snapshot(self) -> tuple[Session, ...]:
         return tuple(ordered(self.history.values()))
@@ -447,8 +465,10 @@ class VaultBuilder:
 def replay(
     run: BrainRunner, sources: LogSources, profile: Profile, universe: Sequence[Session],
     targets: Sequence[Session], *, mode: str, work: Path, progress: Callable[[int, int], None] | None = None,
+    prompts: Mapping[str, Sequence[str]] | None = None,
 ) -> list[TargetRun]:
-    """The feed each target would have received (FEED-METRIC §1, step 3)."""
+    """The feed each target would have received (FEED-METRIC §1, step 3), and what prompt-time recall
+    adds at each of its human prompts (``prompts`` by session id; else the bundle's first prompt)."""
     runs: list[TargetRun] = []
     builder: VaultBuilder | None = None
     for index, target in enumerate(targets):
@@ -467,7 +487,8 @@ def replay(
                 else:
                     builder.tick(at)
         feed = builder.feed(target, start)
-        runs.append(TargetRun(target, cutoff, builder.snapshot(), feed, builder.recall(target, start)))
+        recalled = builder.recall(target, start, (prompts or {}).get(target.id, ()))
+        runs.append(TargetRun(target, cutoff, builder.snapshot(), feed, recalled))
         if progress is not None:
             progress(index + 1, len(targets))
     return runs
