@@ -233,3 +233,16 @@ def test_version_and_flags_without_a_type_in_help() -> None:
     assert result.exit_code == 0 and result.stdout == f"brain {__version__}\n"
     help_text = runner.invoke(app, ["tick", "--help"], env={"COLUMNS": "200"}).stdout
     assert "--no-ai" in help_text and "<bool>" not in help_text and "<path>" in help_text
+
+
+def test_progress_bar_draws_the_final_state_and_ends_its_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from brain.commands._common import ProgressBar
+
+    bar = ProgressBar("files")
+    bar.update(1, 4, " 0.1 MB")
+    bar.update(2, 4, " 0.2 MB")  # within a tenth of a second of the last draw: skipped
+    bar.update(4, 4, " 0.4 MB")  # the last step is always drawn
+    bar.close()
+    err = capsys.readouterr().err
+    assert err.count("\r") == 2 and err.endswith("] 4/4 files 0.4 MB\n")
+    assert "2/4" not in err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -139,3 +140,35 @@ def run(body: Callable[[], int | None]) -> NoReturn:
 VaultOpt = typer.Option(None, "--vault", help="Vault root folder (env: BRAIN_VAULT).")
 NowOpt = typer.Option(None, "--now", help="Use this ISO-8601 instant instead of the clock (env: BRAIN_NOW).")
 FeedOpt = typer.Option(None, "--brain-feed", help="Brain-feed folder (default: V/brain-feed).")
+
+
+class ProgressBar:
+    """``[####....] 3/12 <unit><detail>`` on stderr, redrawn at most ten times a second.
+
+    Build one only when stderr is a terminal (:meth:`on_terminal`); ``close`` ends the line.
+    """
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self.last = 0.0
+        self.drawn = False
+
+    @classmethod
+    def on_terminal(cls, unit: str) -> ProgressBar | None:
+        return cls(unit) if sys.stderr.isatty() else None
+
+    def update(self, done: int, total: int, detail: str = "") -> None:
+        now = time.monotonic()
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        width = 30
+        filled = width if total <= 0 else min(width, width * done // total)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}{detail}")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()

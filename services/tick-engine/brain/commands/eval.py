@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from brain.commands._common import UsageError, log, run
+from brain.commands._common import ProgressBar, UsageError, log, run
 
 
 def register(app: typer.Typer) -> None:
@@ -21,25 +21,6 @@ def register(app: typer.Typer) -> None:
     )
     eval_app.command("feed")(feed)
     app.add_typer(eval_app, name="eval")
-
-
-class _Progress:
-    """``[####....] 3/12 targets`` on stderr, only when stderr is a terminal."""
-
-    def __init__(self) -> None:
-        self.drawn = False
-
-    def __call__(self, done: int, total: int) -> None:
-        width = 30
-        filled = width if total <= 0 else width * done // total
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} targets")
-        sys.stderr.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 def feed(
@@ -132,10 +113,10 @@ def feed(
         work = Path(tempfile.mkdtemp(prefix="brain-eval-")) if work_dir is None else work_dir.resolve()
         work.mkdir(parents=True, exist_ok=True)
         runner = BrainRunner(product_env(os.environ, work))
-        bar = _Progress() if sys.stderr.isatty() else None
+        bar = ProgressBar.on_terminal("targets")
         started = time.monotonic()
         try:
-            result = evaluate(request, runner, work, progress=bar)
+            result = evaluate(request, runner, work, progress=None if bar is None else bar.update)
         except ReplayError as exc:
             raise UsageError("replay failed", str(exc)) from None
         finally:

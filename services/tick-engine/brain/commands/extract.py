@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import typer
 
 from brain.commands._common import (
     NowOpt,
+    ProgressBar,
     UsageError,
     VaultOpt,
     log,
@@ -25,31 +25,6 @@ from brain.commands._common import (
 def register(app: typer.Typer) -> None:
     app.command("extract")(extract)
     app.command("cluster")(cluster)
-
-
-class _ProgressBar:
-    """A one-line progress bar on stderr, redrawn at most ten times a second."""
-
-    def __init__(self) -> None:
-        self.last = 0.0
-        self.drawn = False
-
-    def __call__(self, done: int, total: int, bytes_read: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self.last < 0.1:
-            return
-        self.last = now
-        width = 30
-        filled = width if total <= 0 else min(width, width * done // total)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files "
-                         f"{bytes_read / 1e6:.1f} MB")
-        sys.stderr.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 def extract(
@@ -95,9 +70,12 @@ def extract(
         s = settings_from(projects_dir=projects_dir, codex_dir=codex_dir, gemini_dir=gemini_dir,
                           opencode_dir=opencode_dir, since=since, min_turns=min_turns, now=now)
         instant = resolve_now(s)
-        bar = _ProgressBar() if sys.stderr.isatty() else None
+        bar = ProgressBar.on_terminal("files")
+        progress = None if bar is None else (
+            lambda done, total, read: bar.update(done, total, f" {read / 1e6:.1f} MB"))
         try:
-            bundle = run_extract(s, instant, agent=agent, until=until, project=project, progress=bar, cursor=where)
+            bundle = run_extract(s, instant, agent=agent, until=until, project=project, progress=progress,
+                                 cursor=where)
         except ExtractError as exc:
             raise UsageError("bad extract request", str(exc)) from None
         finally:
