@@ -71,8 +71,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from brain.core import frontmatter
-from brain.core.clustering import cluster_id as new_cluster_id
-from brain.core.clustering import recorded_sessions
+from brain.core.arc_text import cluster_id as new_cluster_id
+from brain.core.arc_text import recorded_sessions
 from brain.core.markers import Marker, render_block, render_tag, replace_block, with_attrs
 from brain.core.model import arc_info, parse_text
 from brain.core.plan import Expect, Plan, WriteFile

@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import Any
 
 from brain.core import frontmatter
-from brain.core.clustering import cluster_id as make_cluster_id
-from brain.core.clustering import slug, title_from_prompt
+from brain.core.arc_text import cluster_id as make_cluster_id
+from brain.core.arc_text import slug, title_from_prompt
 from brain.core.keeper import is_managed
 from brain.core.markers import render_block
 from brain.core.model import Note, Problem

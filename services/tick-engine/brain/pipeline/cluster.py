@@ -20,19 +20,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from brain.core.clustering import (
-    ArcUpdate,
-    ExistingArc,
-    RenderedArc,
-    Session,
-    assign,
-    parse_bundle,
-    render_new_arc,
-    update_arc_text,
-)
+from brain.core.arc_text import RenderedArc, render_new_arc, update_arc_text
 from brain.core.frontmatter import FrontmatterError
+from brain.core.grouping import ArcUpdate, ExistingArc, assign
 from brain.core.model import Note, Problem
 from brain.core.plan import Expect, Plan, WriteFile
+from brain.core.session import Session, parse_bundle
 from brain.settings import Settings
 
 

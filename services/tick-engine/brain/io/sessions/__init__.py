@@ -25,9 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from brain.core.clustering import Session, is_joyful
 from brain.core.redaction import clean_text, redact
-from brain.core.session import MAX_PROMPTS
+from brain.core.session import MAX_PROMPTS, Session, is_joyful
 from brain.core.timeutil import parse_instant
 from brain.core.worklog import WorkLog
 
