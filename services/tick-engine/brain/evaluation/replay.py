@@ -156,10 +156,6 @@ class Schedule:
     hours: tuple[int, ...]
     text: str
 
-    @property
-    def minute(self) -> int:
-        return self.minutes[0]
-
     @classmethod
     def parse(cls, text: str) -> Schedule:
         parts = text.split()
