@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from brain.cli import app
+from brain.core.candidates import candidates
 from brain.core.model import Note, parse_note
-from brain.core.prompt import DATA_CLOSE, DATA_OPEN, build_prompt, candidates, excerpt
+from brain.core.prompt import DATA_CLOSE, DATA_OPEN, build_prompt, excerpt
 from brain.core.recommendations import schema_text
 from brain.settings import Settings
 from tests.support.vaults import NOW, arc_text, run_tick_json, tree_digest, write_arc

@@ -46,15 +46,7 @@ from datetime import datetime
 
 from brain.core import frontmatter
 from brain.core.answer_schema import schema_text
-from brain.core.candidates import (
-    REPORT_CANDIDATES,
-    Candidate,
-    arc_of,
-    candidate_report,
-    candidate_summary,
-    candidates,
-    live_arcs,
-)
+from brain.core.candidates import Candidate, arc_of, candidates, live_arcs
 from brain.core.heat import last_active_of
 from brain.core.keeper import KeeperDecisions
 from brain.core.model import ArcInfo, Note
@@ -63,21 +55,14 @@ from brain.core.timeutil import iso
 from brain.core.vocab import SEVERITY_RANK
 from brain.settings import Settings
 
-# Re-exported: callers that import the candidates from here keep working.
 __all__ = [
-    "REPORT_CANDIDATES",
-    "Candidate",
     "Prompt",
     "build_prompt",
-    "candidate_report",
-    "candidate_summary",
-    "candidates",
     "data_text",
     "excerpt",
     "heat_of",
     "hottest",
     "is_unsynthesized",
-    "live_arcs",
     "system_message",
     "tokens",
     "unsynthesized",

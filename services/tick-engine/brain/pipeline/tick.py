@@ -31,10 +31,10 @@ from typing import Any
 
 from brain import __version__
 from brain.core import feed
+from brain.core.candidates import candidate_report
 from brain.core.keeper import KeeperDecisions, decide, in_conscious, valid_until
 from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
-from brain.core.prompt import candidate_report
 from brain.core.snapshot import ScanDelta, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import TOMBSTONE_STATUSES
