@@ -211,6 +211,17 @@ def test_few_critical_signals_keep_their_full_line() -> None:
     assert "- **CRITICAL** `db` in [[2026-11-20-db-0123456789d2]]: Primary slow." in signals
 
 
+def test_a_signal_with_cleared_at_is_not_open_in_the_feed() -> None:
+    # The one open-signal rule (Marker.is_open_signal): cleared_at closes a signal even when an
+    # edit left its severity as it was, in the feed as in the prompt, the applier and heat.
+    body = ("<!-- @signal severity=critical source=db cleared_at=2026-11-21T09:00:00Z -->\nPrimary slow.\n"
+            "<!-- @/signal -->\n<!-- @signal severity=critical source=api -->\nGateway down.\n<!-- @/signal -->\n")
+    built = build([arc_note("2026-11-20-db-0123456789d3", body)])
+    signals = rendered(built, "signals.md")
+    assert "Gateway down." in signals and "Primary slow." not in signals
+    assert built.signals_active == 1
+
+
 @pytest.mark.parametrize("ttl", ["99999999999999999999", "-3", "40000", "soon"])
 def test_a_bad_inject_ttl_days_is_reported_with_its_path_and_never_raises(ttl: str) -> None:
     block = f"<!-- @inject target=all ttl_days={ttl} -->\nStill here.\n<!-- @/inject -->\n"

@@ -146,7 +146,7 @@ def signal_views(notes: Iterable[Note], decisions: Mapping[str, ArcDecision]) ->
     out = []
     for note in notes:
         for marker in note.markers:
-            if marker.type != "signal" or (marker.attr("severity") or "info") == "resolved":
+            if not marker.is_open_signal:
                 continue
             if note.arc is not None:
                 decision = decisions.get(note.arc.cluster_id)
