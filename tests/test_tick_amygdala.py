@@ -52,3 +52,15 @@ def test_redis_down_still_succeeds_and_publishes_on_the_next_tick(vault: Path, r
     monkeypatch.setenv("BRAIN_REDIS_URL", redis_server.url)
     code, report = run_tick_json(vault)  # same vault, same now: the failed publish is retried
     assert code == 0 and [e["event"] for e in _events(redis_server.url)] == ["signal.raised"]
+
+
+def test_a_signal_with_cleared_at_is_not_published_as_raised(vault: Path, redis_server: RedisServer,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # The one open-signal rule: cleared_at closes a signal whatever its severity still says.
+    monkeypatch.setenv("BRAIN_REDIS_URL", redis_server.url)
+    body = ("<!-- @signal severity=critical source=auth-broker cleared_at=2026-11-21T09:00:00Z -->\nBan rate up.\n"
+            "<!-- @/signal -->\n<!-- @signal severity=critical source=db -->\nPrimary slow.\n<!-- @/signal -->\n")
+    write_arc(vault, "clusters/2026-11-21", ARC, body=body)
+    code, _ = run_tick_json(vault)
+    assert code == 0
+    assert [(e["event"], e["source"]) for e in _events(redis_server.url)] == [("signal.raised", "db")]

@@ -700,7 +700,7 @@ def _publish_alarms(tick: _Tick, snapshot: Snapshot) -> None:
         for note in snapshot.notes.values()
         if not (note.path.startswith("amygdala/"))  # alarms the consumer wrote are not re-published
         for marker in note.markers
-        if marker.type == "signal" and marker.attr("severity") in ALARM_SEVERITIES
+        if marker.is_open_signal and marker.attr("severity") in ALARM_SEVERITIES
     ]
     published = publish_signal_changes(s, tick.vault, alarms, report.tick_id, tick.now, dry_run=report.dry_run)
     report.keeper.amygdala = published.as_dict()
