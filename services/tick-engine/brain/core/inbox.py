@@ -34,7 +34,7 @@ from brain.core.plan import DeleteFile as Delete
 from brain.core.plan import Expect, Plan, WriteFile
 from brain.core.redaction import redact
 from brain.core.sections import append_to_section
-from brain.core.text import cut
+from brain.core.text import cut, strip_marker_syntax
 from brain.core.timeutil import iso
 from brain.core.vocab import CLOSED_STATUSES, SEVERITIES
 from brain.settings import Settings
@@ -60,13 +60,6 @@ class InboxItem:
     severity: str | None = None
     source: str | None = None
     session: str | None = None
-
-
-def strip_marker_syntax(text: str) -> str:
-    """``text`` without ``<!--`` / ``-->`` (repeated until none is left, so pieces cannot rejoin)."""
-    while "<!--" in text or "-->" in text:
-        text = text.replace("<!--", "").replace("-->", "")
-    return text
 
 
 def clean_text(text: str, max_chars: int) -> str:
