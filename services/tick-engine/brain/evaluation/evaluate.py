@@ -125,7 +125,11 @@ def evaluate(
         feeds.update(bl.baseline_feeds(target, target_run.history, knowable_items,
                                        brain_tokens=tokens(target_run.feed), budget=request.budget))
         scores = {name: m.score_feed(text, needed, known, target.project, terms, earlier_terms)
-                  for name, text in feeds.items()}
+                  for name, text in feeds.items() if name != BRAIN_RECALL}
+        # Recall is scored per prompt (credited only for what the session needed from then on and
+        # the prompt did not name itself), on top of the boot feed it was added to.
+        scores[BRAIN_RECALL] = m.score_feed(target_run.feed, needed, known, target.project, terms, earlier_terms,
+                                            recall=target_run.recalls, prompt_keys=needs[target.id].prompt_keys)
         results.append(TargetResult(target, target_run.cutoff, len(target_run.history), needed, known, feeds, scores))
     rows = {name: [m.Scored(r.session.id, r.session.project, r.scores[name]) for r in results] for name in FEEDS}
     aggregates = {name: m.aggregate(rows[name]) for name in FEEDS}

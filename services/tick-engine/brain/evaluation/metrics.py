@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from brain.core.feed import tokens
-from brain.evaluation.needs import KINDS, NeededItem, normalise
+from brain.evaluation.needs import KINDS, TERM, NeededItem, normalise
 
 #: Items first needed within this many tool calls count for R_kn(early).
 EARLY_CALLS = 20
@@ -97,14 +97,44 @@ class FeedScore:
         return self.useful_lines / self.lines if self.lines else None
 
 
+def recall_credit(
+    recall: Sequence[tuple[int, str]], items: Iterable[NeededItem], prompt_keys: Sequence[frozenset[str]],
+) -> frozenset[tuple[str, str]]:
+    """(kind, key) of the items prompt-time recall may be credited for (docs/eval.md).
+
+    Recall shown at prompt k counts for an item it mentions only when the session first needed
+    the item in turn k or later (an item needed before prompt k was already found without it)
+    and the operator did not type the item in prompt k itself (showing it back is an echo, not
+    memory). A prompt term always comes from a prompt, so only a later prompt's term counts.
+    """
+    credited: set[tuple[str, str]] = set()
+    pool = list(items)
+    for k, text in recall:
+        padded = _padded(text)
+        typed = prompt_keys[k] if 0 <= k < len(prompt_keys) else frozenset()
+        for item in pool:
+            if (item.kind, item.key) in credited or item.key in typed:
+                continue
+            later = item.first_turn > k if item.kind == TERM else item.first_turn >= k
+            if later and _mentioned(padded, item):
+                credited.add((item.kind, item.key))
+    return frozenset(credited)
+
+
 def score_feed(
     text: str, needed: Sequence[NeededItem], knowable_keys: frozenset[str], project: str,
     terms: Sequence[NeededItem] = (), knowable_terms: frozenset[str] = frozenset(),
+    recall: Sequence[tuple[int, str]] = (), prompt_keys: Sequence[frozenset[str]] = (),
 ) -> FeedScore:
-    """How much of what the session needed (and could have known) the feed carries."""
+    """How much of what the session needed (and could have known) the feed carries.
+
+    ``recall`` (prompt index, text) is what prompt-time recall added during the session: its
+    mentions count by :func:`recall_credit`, its lines and tokens count like the feed's.
+    """
     padded = _padded(text)
     term_pool = [t for t in terms if t.key in knowable_terms]
-    mentioned = [item for item in needed if _mentioned(padded, item)]
+    credit = recall_credit(recall, (*needed, *term_pool), prompt_keys) if recall else frozenset()
+    mentioned = [item for item in needed if (item.kind, item.key) in credit or _mentioned(padded, item)]
     knowable = [item for item in needed if item.key in knowable_keys]
     hit_set = {(i.kind, i.key) for i in mentioned}
     hits = [i for i in knowable if (i.kind, i.key) in hit_set]
@@ -115,8 +145,14 @@ def score_feed(
     early = Ratio(sum(1 for i in early_items if (i.kind, i.key) in hit_set), len(early_items))
     lines = content_lines(text)
     useful = sum(1 for line in lines if any(_mentioned(_padded(line), item) for item in needed))
+    credited_items = [i for i in needed if (i.kind, i.key) in credit]
+    for _, block in recall:  # a recall line is useful only for what it may be credited with
+        for line in content_lines(block):
+            lines.append(line)
+            useful += any(_mentioned(_padded(line), item) for item in credited_items)
+    shown = "\n\n".join((text, *(block for _, block in recall))) if recall else text
     return FeedScore(
-        tokens=tokens(text),
+        tokens=tokens(shown),
         needed=len(needed),
         knowable=Ratio(len(hits), len(knowable)),
         mentioned=len(mentioned),
@@ -127,7 +163,7 @@ def score_feed(
         project_hit=bool(project) and mentions(text, project),
         lines=len(lines),
         useful_lines=useful,
-        terms=Ratio(sum(1 for t in term_pool if _mentioned(padded, t)), len(term_pool)),
+        terms=Ratio(sum(1 for t in term_pool if (t.kind, t.key) in credit or _mentioned(padded, t)), len(term_pool)),
     )
 
 

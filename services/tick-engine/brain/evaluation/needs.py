@@ -12,6 +12,7 @@ surface ``forms`` (what a feed must mention, see :func:`normalise`).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import json
 import re
@@ -44,6 +45,10 @@ class NeededItem:
     label: str
     #: Tool calls the session had made before it first needed this item.
     first_call: int
+    #: The human prompt (0-based, in ``SessionNeeds.prompts``) whose turn first needed this item; -1
+    #: before the first prompt. Prompt-time recall shown at prompt k is credited only for items of
+    #: turn k or later (docs/eval.md).
+    first_turn: int = -1
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,9 @@ class SessionNeeds:
     damaged_lines: int = 0
     #: The human prompts in order, as this reader saw them (replayed to prompt-time recall; never printed).
     prompts: tuple[str, ...] = field(default=(), repr=False)
+    #: Per prompt, the keys of the items the operator typed in it (entities): recall at that prompt
+    #: showing one of them only echoes the prompt and is not credited.
+    prompt_keys: tuple[frozenset[str], ...] = field(default=(), repr=False)
 
     def headline(self) -> tuple[NeededItem, ...]:
         """The items of the headline kinds (no terms)."""
@@ -545,6 +553,14 @@ class _Collector:
     calls: int = 0
     items: dict[tuple[str, str], NeededItem] = field(default_factory=dict)
     prompts: list[str] = field(default_factory=list)
+    #: ``calls`` when each prompt arrived: a call numbered c belongs to the last prompt that came at or before c.
+    prompt_calls: list[int] = field(default_factory=list)
+    prompt_keys: list[frozenset[str]] = field(default_factory=list)
+
+    def _turn(self, at: int | None) -> int:
+        if at is None:
+            return len(self.prompts) - 1
+        return bisect.bisect_right(self.prompt_calls, at) - 1
 
     def add(self, kind: str, key: str, forms: Iterable[str], label: str, at: int | None = None) -> None:
         """Record a need; one item per key (a file typed in a prompt and then read is one item,
@@ -554,16 +570,19 @@ class _Collector:
             return
         slot = (TERM if kind == TERM else "item", key)
         when = self.calls if at is None else at
+        turn = self._turn(at)
         old = self.items.get(slot)
         if old is None:
-            self.items[slot] = NeededItem(kind, key, normal, label, when)
+            self.items[slot] = NeededItem(kind, key, normal, label, when, turn)
             return
         first = min(old.first_call, when)
+        first_turn = min(old.first_turn, turn)
         merged = tuple(dict.fromkeys((*old.forms, *normal)))
         if ALL_KINDS.index(kind) < ALL_KINDS.index(old.kind):
-            self.items[slot] = NeededItem(kind, key, tuple(dict.fromkeys((*normal, *old.forms))), label, first)
+            self.items[slot] = NeededItem(kind, key, tuple(dict.fromkeys((*normal, *old.forms))), label, first,
+                                          first_turn)
         else:
-            self.items[slot] = NeededItem(old.kind, key, merged, old.label, first)
+            self.items[slot] = NeededItem(old.kind, key, merged, old.label, first, first_turn)
 
     def file(self, path: str, at: int | None = None) -> None:
         path = path.strip()
@@ -589,17 +608,21 @@ class _Collector:
             self.add(ERROR, key, (label,), label, at)
 
     def prompt(self, text: str) -> None:
-        if text.strip():
-            self.prompts.append(text)
+        if not text.strip():
+            return
+        self.prompts.append(text)
+        self.prompt_calls.append(self.calls)
         entities, terms = parse_prompt(text)
         for key, label in entities:
             self.add(ENTITY, key, (label, key), label)
         for term in terms:
             self.add(TERM, term, (term,), term)
+        self.prompt_keys.append(frozenset(key for key, _ in entities))
 
     def result(self, session_id: str, agent: str, damaged: int) -> SessionNeeds:
         ordered = sorted(self.items.values(), key=lambda i: (i.first_call, ALL_KINDS.index(i.kind), i.key))
-        return SessionNeeds(session_id, agent, tuple(ordered), self.calls, damaged, tuple(self.prompts))
+        return SessionNeeds(session_id, agent, tuple(ordered), self.calls, damaged, tuple(self.prompts),
+                            tuple(self.prompt_keys))
 
 
 # --- Claude Code --------------------------------------------------------------------------------

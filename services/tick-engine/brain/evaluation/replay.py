@@ -319,7 +319,13 @@ class TargetRun:
     cutoff: datetime
     history: tuple[Session, ...]
     feed: str
-    recall: str = ""  # what prompt-time recall adds over the session's human prompts (brain hook prompt-submit)
+    #: What prompt-time recall added at the session's human prompts: (prompt index, the hook's text).
+    recalls: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def recall(self) -> str:
+        """Every recall block, in prompt order (what the agent saw over the session)."""
+        return "\n\n".join(text for _, text in self.recalls)
 
 
 @dataclass(frozen=True)
@@ -424,15 +430,20 @@ class VaultBuilder:
                         stdin=json.dumps(hook_input), extra_env=env)
 
     def recall(self, session: Session, at: datetime, prompts: Sequence[str] = ()) -> str:
+        """:meth:`recall_blocks` joined: everything recall showed over the session."""
+        return "\n\n".join(text for _, text in self.recall_blocks(session, at, prompts))
+
+    def recall_blocks(self, session: Session, at: datetime, prompts: Sequence[str] = ()) -> tuple[tuple[int, str], ...]:
         """Prompt-time recall over the session's human prompts, in order, as ``brain hook prompt-submit``
         gives it: one hook session for all of them (an item is recalled at most once), at most
-        :data:`RECALL_PROMPTS` prompts. Without ``prompts``, the bundle's first prompt."""
+        :data:`RECALL_PROMPTS` prompts. (index of the prompt in ``prompts``, what the hook added) for
+        each prompt that got something. Without ``prompts``, the bundle's first prompt."""
         if not prompts:
             first = str(session.entry.get("first_prompt") or "")
             prompts = (first,) if first.strip() else ()
-        asked = [p for p in prompts if p.strip()][:RECALL_PROMPTS]
+        asked = [(k, p) for k, p in enumerate(prompts) if p.strip()][:RECALL_PROMPTS]
         if not asked:
-            return ""
+            return ()
         # A state folder of its own, emptied first: a rerun must not inherit what an earlier one recalled.
         state = self.root.parent / f"{self.root.name}-hook-state" / session.id
         shutil.rmtree(state, ignore_errors=True)
@@ -440,8 +451,8 @@ class VaultBuilder:
         env = {**self.env, "BRAIN_NOW": format_instant(at), "BRAIN_VAULT": str(self.root),
                "BRAIN_RECALL_ON_PROMPT": "true", "BRAIN_REFRESH_INTERVAL": "1000000",
                "BRAIN_HOOK_STATE_DIR": str(state)}
-        blocks = []
-        for prompt in asked:
+        blocks: list[tuple[int, str]] = []
+        for index, prompt in asked:
             hook_input = {"session_id": f"eval-{session.id}", "cwd": session.cwd, "prompt": prompt,
                           "hook_event_name": "UserPromptSubmit"}
             out = self.run(["hook", "prompt-submit", "--brain-feed", str(self.root / "brain-feed")],
@@ -451,8 +462,8 @@ class VaultBuilder:
             except (ValueError, KeyError, TypeError):
                 continue
             if block.strip():
-                blocks.append(block)
-        return "\n\n".join(blocks)
+                blocks.append((index, block))
+        return tuple(blocks)
 
     def snapshot(self) -> tuple[Session, ...]:
         return tuple(ordered(self.history.values()))
@@ -483,7 +494,7 @@ def replay(
                 else:
                     builder.tick(at)
         feed = builder.feed(target, start)
-        recalled = builder.recall(target, start, (prompts or {}).get(target.id, ()))
+        recalled = builder.recall_blocks(target, start, (prompts or {}).get(target.id, ()))
         runs.append(TargetRun(target, cutoff, builder.snapshot(), feed, recalled))
         if progress is not None:
             progress(index + 1, len(targets))

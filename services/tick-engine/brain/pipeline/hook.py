@@ -513,14 +513,14 @@ def prompt_submit_answer(call: HookCall) -> str:
         if digest is not None and digest != state["digest"]:
             state["digest"] = digest
             parts.append(text)
-    recalled = _recall(settings, hook_input.prompt, state)
+    recalled = _recall(settings, hook_input.prompt, state, call.cwd)
     if recalled:
         parts.append(recalled)
     _save_session(path, state)
     return hook_answer(PROMPT_SUBMIT, "\n\n".join(parts)) + "\n" if parts else ""
 
 
-def _recall(settings: Settings, prompt: str | None, state: dict[str, Any]) -> str:
+def _recall(settings: Settings, prompt: str | None, state: dict[str, Any], cwd: str | None = None) -> str:
     """Index hits for the prompt (SPEC §15), each shown at most once per session (``state["recalled"]``)."""
     if not settings.recall_on_prompt or not prompt:
         return ""
@@ -531,7 +531,7 @@ def _recall(settings: Settings, prompt: str | None, state: dict[str, Any]) -> st
     from brain.search.recall import recall_for_prompt
 
     seen = set(state.get("recalled", ()))
-    text = recall_for_prompt(vault, prompt, seen, settings)
+    text = recall_for_prompt(vault, prompt, seen, settings, cwd)
     if text:
         state["recalled"] = sorted(seen)
     return text

@@ -1,8 +1,10 @@
 """The recall index: SQLite FTS5 under ``<vault>/.brain/search.sqlite`` (SPEC §15).
 
-One row per arc (title, summary, project and body text without its markers) and one per
-marker block (lesson, decision, signal, todo, inject) anywhere in the vault. Ranked by
-BM25 (titles weigh more), then heat, then recency. Only redacted text is stored.
+One row per arc (title, summary, project and body text without its markers, and its work
+items: the files, commands, open errors and identifiers of its frontmatter, CLUSTERS.md) and
+one per marker block (lesson, decision, signal, todo, inject) anywhere in the vault. Ranked
+by BM25 (titles and work items weigh more), then heat, then recency. Only redacted text is
+stored.
 
 The tick keeps it current from its own scan: :func:`refresh` re-reads only the files it is
 told changed, :func:`sync` works out what changed by content hash (no second walk: it takes
@@ -13,6 +15,7 @@ into a temporary file renamed into place, so a reader never sees half an index.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import time
@@ -25,10 +28,10 @@ from brain.search.query import KINDS, MARKER_KINDS, Hit, expression, one_line
 from brain.search.query import terms as query_terms
 
 if TYPE_CHECKING:  # the recall hook imports this module: yaml and the parsers load only to index
-    from brain.core.model import Note
+    from brain.core.model import ArcInfo, Note
 
 DB_FILE = ".brain/search.sqlite"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 #: Files under these folders are not indexed: agent notes waiting for the next tick.
 SKIPPED_PREFIXES = ("raw/inbox/",)
 BODY_MAX_CHARS = 200_000
@@ -53,12 +56,13 @@ CREATE TABLE docs(
     last_active TEXT,
     status TEXT NOT NULL,
     successors TEXT NOT NULL,
-    title TEXT NOT NULL
+    title TEXT NOT NULL,
+    work TEXT NOT NULL
 );
 CREATE INDEX docs_path ON docs(path);
 CREATE INDEX docs_cluster ON docs(cluster_id);
-CREATE VIRTUAL TABLE fts USING fts5(title, body, kind, project, tokenize='porter unicode61 remove_diacritics 2');
-INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25(4.0, 1.0, 0.0, 0.0)');
+CREATE VIRTUAL TABLE fts USING fts5(title, body, kind, project, work, tokenize='porter unicode61 remove_diacritics 2');
+INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25(4.0, 1.0, 0.0, 0.0, 2.0)');
 """
 
 
@@ -92,6 +96,8 @@ class Row:
     successors: tuple[str, ...]
     title: str
     body: str
+    #: The arc's work items, searchable and shown by recall (arc rows only).
+    work: WorkItems = ()
 
 
 def db_path(vault: Path) -> Path:
@@ -103,6 +109,55 @@ def indexed(path: str) -> bool:
 
 
 # --- rows (pure: a note and its text in, rows out) ---------------------------------------------
+
+#: An arc's work items as (field, values) pairs in :data:`WORK_FIELDS` order, empty fields left out.
+WorkItems = tuple[tuple[str, tuple[str, ...]], ...]
+#: Frontmatter work fields (CLUSTERS.md) and the name recall shows them under.
+WORK_FIELDS = (("files", "files"), ("commands", "commands"), ("open_errors", "errors"), ("identifiers", "ids"))
+#: At most this many values of one field are indexed (a huge arc must not drown the rest).
+WORK_MAX_VALUES = 60
+WORK_VALUE_CHARS = 200
+
+
+def relative_path(path: str, cwd: str | None) -> str:
+    """``path`` relative to the arc's ``cwd`` when it lies under it (what an agent in that checkout types)."""
+    base = (cwd or "").rstrip("/")
+    if base and path.startswith(base + "/"):
+        return path[len(base) + 1:]
+    return path
+
+
+def work_items(arc: ArcInfo) -> WorkItems:
+    """The arc's files (relative to its cwd), commands, open errors and identifiers."""
+    out = []
+    for attr, name in WORK_FIELDS:
+        values = getattr(arc, attr)
+        if attr == "files":
+            values = [relative_path(v, arc.cwd) for v in values]
+        kept = tuple(dict.fromkeys(v.strip()[:WORK_VALUE_CHARS] for v in values if v and v.strip()))
+        if kept:
+            out.append((name, kept[:WORK_MAX_VALUES]))
+    return tuple(out)
+
+
+def encode_work(work: WorkItems) -> str:
+    return json.dumps({name: list(values) for name, values in work}, ensure_ascii=False) if work else ""
+
+
+def decode_work(text: str | None) -> WorkItems:
+    if not text:
+        return ()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return ()
+    if not isinstance(data, dict):
+        return ()
+    return tuple((str(k), tuple(str(v) for v in vals)) for k, vals in data.items() if isinstance(vals, list))
+
+
+def work_text(work: WorkItems) -> str:
+    return "\n".join(v for _, values in work for v in values)
 
 
 def rows_for(note: Note, text: str) -> list[Row]:
@@ -120,15 +175,18 @@ def rows_for(note: Note, text: str) -> list[Row]:
         successors = tuple(s for s in ((arc.merged_into,) if arc.merged_into else arc.split_into) if s)
     texts: list[str] = []  # redacted in one call below: a file's rows share one pass of the patterns
     kinds: list[tuple[str, int]] = []
+    work = work_items(arc) if arc is not None else ()
+    flat = [v for _, values in work for v in values]
     if arc is not None:
         texts.append(arc.title)
+        texts.extend(flat)
         pieces, cursor = [], note.body_offset
         for marker in note.markers:  # marker blocks get rows of their own; tags are noise
             if marker.start >= cursor:
                 pieces.append(text[cursor:marker.start])
                 cursor = marker.end
         pieces.append(text[cursor:])
-        body = " ".join(p for p in (arc.summary or "", arc.project or "", "".join(pieces)) if p)
+        body = " ".join(p for p in (arc.summary or "", arc.project or "", arc.last_prompt or "", "".join(pieces)) if p)
         texts.append(body[:BODY_MAX_CHARS])
         kinds.append(("arc", 1))
     for marker in note.markers:
@@ -141,7 +199,12 @@ def rows_for(note: Note, text: str) -> list[Row]:
         return []
     clean = _redact_all(texts)
     title = clean.pop(0) if arc is not None else ""  # shown with every hit; searched on the arc row only
-    return [Row(note.path, line, kind, project, cluster_id, heat, last_active, status, successors, title, body)
+    if flat:  # the work items, redacted, back into their fields
+        values = iter(clean[:len(flat)])
+        del clean[:len(flat)]
+        work = tuple((name, tuple(next(values) for _ in items)) for name, items in work)
+    return [Row(note.path, line, kind, project, cluster_id, heat, last_active, status, successors, title, body,
+                work if kind == "arc" else ())
             for (kind, line), body in zip(kinds, clean, strict=True)]
 
 
@@ -244,16 +307,18 @@ class _Batch:
     def add(self, rows: list[Row]) -> int:
         for row in rows:
             self.docs.append((self.next_id, row.path, row.line, row.kind, row.project, row.cluster_id, row.heat,
-                              row.last_active, row.status, ",".join(row.successors), row.title))
+                              row.last_active, row.status, ",".join(row.successors), row.title,
+                              encode_work(row.work)))
             self.fts.append((self.next_id, row.title if row.kind == "arc" else "", row.body, row.kind,
-                             row.project or ""))
+                             row.project or "", work_text(row.work)))
             self.next_id += 1
         return len(rows)
 
     def flush(self, conn: sqlite3.Connection) -> None:
         conn.executemany("INSERT INTO docs(id, path, line, kind, project, cluster_id, heat, last_active, status,"
-                         " successors, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.docs)
-        conn.executemany("INSERT INTO fts(rowid, title, body, kind, project) VALUES (?, ?, ?, ?, ?)", self.fts)
+                         " successors, title, work) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.docs)
+        conn.executemany("INSERT INTO fts(rowid, title, body, kind, project, work) VALUES (?, ?, ?, ?, ?, ?)",
+                         self.fts)
         conn.executemany("INSERT OR REPLACE INTO files(path, sha1) VALUES (?, ?)", self.files)
         self.docs, self.fts, self.files = [], [], []
 
@@ -479,7 +544,7 @@ def _query(
     rank_of = {int(rowid): float(rank) for rowid, rank in ranked}
     marks = ",".join("?" * len(rank_of))
     rows = conn.execute(
-        "SELECT id, path, line, kind, project, cluster_id, heat, last_active, status, successors, title"
+        "SELECT id, path, line, kind, project, cluster_id, heat, last_active, status, successors, title, work"
         f" FROM docs WHERE id IN ({marks})", list(rank_of)).fetchall()
     if project is not None:
         rows = [r for r in rows if (r[4] or "").lower() == project.lower()]
@@ -495,7 +560,7 @@ def _query(
         [match, *(r[0] for r in rows)],
     ).fetchall())
     hits = []
-    for rowid, path, line, kind_, proj, cid, heat, last, status, succ, title in rows:
+    for rowid, path, line, kind_, proj, cid, heat, last, status, succ, title, work in rows:
         snippet = snippets.get(rowid) or ""
         if not snippet.strip():
             body = conn.execute("SELECT body FROM fts WHERE rowid = ?", (rowid,)).fetchone()
@@ -503,9 +568,60 @@ def _query(
         hits.append(Hit(
             cluster_id=cid, path=path, line=line, snippet=one_line(snippet or title, 240), kind=kind_,
             project=proj, score=-rank_of[rowid], title=title, heat=heat, last_active=last, status=status,
-            successors=tuple(s for s in succ.split(",") if s),
+            successors=tuple(s for s in succ.split(",") if s), work=decode_work(work),
         ))
     return hits
+
+
+@dataclass(frozen=True)
+class ProjectWork:
+    """What a project's live arcs worked on, most arcs first: recall's answer to a prompt naming the project."""
+
+    project: str
+    arcs: int
+    last_active: str | None
+    work: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def projects(vault: Path) -> list[str]:
+    """The projects of the indexed arcs (empty when there is no usable index)."""
+    try:
+        with _open(vault) as conn:
+            return [str(p) for (p,) in conn.execute(
+                "SELECT DISTINCT project FROM docs WHERE kind = 'arc' AND project IS NOT NULL ORDER BY project")]
+    except (SearchIndexError, sqlite3.DatabaseError):
+        return []
+
+
+def project_work(vault: Path, project: str, *, per_field: int = 12) -> ProjectWork | None:
+    """The work items of ``project``'s live arcs (no tombstones), each field's values ranked by how
+    many arcs had them, then by the latest such arc."""
+    try:
+        with _open(vault) as conn:
+            rows = conn.execute("SELECT work, last_active FROM docs WHERE kind = 'arc' AND project = ?"
+                                " AND successors = ''", (project,)).fetchall()
+    except (SearchIndexError, sqlite3.DatabaseError):
+        return None
+    if not rows:
+        return None
+    counts: dict[str, dict[str, tuple[int, str]]] = {}
+    for work, last in rows:
+        for name, values in decode_work(work):
+            field_counts = counts.setdefault(name, {})
+            for value in values:
+                n, latest = field_counts.get(value, (0, ""))
+                field_counts[value] = (n + 1, max(latest, last or ""))
+    ranked = tuple(
+        (name, tuple(v for v, _ in sorted(counts[name].items(), key=lambda kv: (-kv[1][0], _desc(kv[1][1]), kv[0]))
+                     [:per_field]))
+        for _, name in WORK_FIELDS if counts.get(name)
+    )
+    newest = max((str(last or "") for _, last in rows), default="")
+    return ProjectWork(project, len(rows), newest or None, ranked)
+
+
+def _desc(text: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in text)
 
 
 def arc_path(vault: Path, cluster_id: str) -> str | None:

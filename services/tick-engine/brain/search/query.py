@@ -8,8 +8,9 @@ so the FTS5 parser never sees syntax it could reject.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 #: Searchable kinds: one row per arc, one per marker block of these types.
 KINDS = ("arc", "lesson", "decision", "signal", "todo", "inject")
@@ -28,6 +29,19 @@ _STOPWORD_TEXT = """a an and are as at be but by can could did do does for from 
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
+class ProjectWorkLike(Protocol):
+    """A project's work items (``index.ProjectWork``; this module stays free of the database)."""
+
+    @property
+    def project(self) -> str: ...
+    @property
+    def arcs(self) -> int: ...
+    @property
+    def last_active(self) -> str | None: ...
+    @property
+    def work(self) -> tuple[tuple[str, tuple[str, ...]], ...]: ...
+
+
 @dataclass(frozen=True)
 class Hit:
     """One search result. ``successors`` is set on tombstones (merged / split arcs)."""
@@ -44,6 +58,8 @@ class Hit:
     last_active: str | None = None
     status: str = ""
     successors: tuple[str, ...] = ()
+    #: An arc's work items: (field, values) pairs, fields ``files``, ``commands``, ``errors``, ``ids``.
+    work: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def key(self) -> str:
@@ -64,6 +80,7 @@ class Hit:
             "last_active": self.last_active,
             "status": self.status,
             "successors": list(self.successors),
+            "work": {name: list(values) for name, values in self.work},
         }
 
 
@@ -111,20 +128,94 @@ def one_line(text: str, limit: int) -> str:
 
 #: Recall leaves out hits scoring under this share of the best hit's score.
 RELATIVE_FLOOR = 0.5
+#: A recall line is never cut below this many characters, whatever the budget per hit.
+MIN_LINE_CHARS = 160
+#: Work fields in the order a line shows them.
+WORK_ORDER = ("files", "commands", "errors", "ids")
+
+
+def _tokens(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text.replace("*", " "))}
+
+
+def _relevant(value: str, words: set[str]) -> bool:
+    """Does a work item share a word with the prompt (``render`` matches ``renderer.py``)?"""
+    for token in _tokens(value):
+        if token in words:
+            return True
+        if len(token) >= 4 and any(len(w) >= 4 and (token.startswith(w) or w.startswith(token)) for w in words):
+            return True
+    return False
+
+
+def prompt_words(prompt: str) -> set[str]:
+    """The prompt's words that can name a work item (stopwords and one- and two-letter words left out)."""
+    return {w for w, _ in terms(prompt, drop_stopwords=True, limit=200)}
+
+
+def short_path(value: str) -> str:
+    """An absolute path outside the arc's checkout, cut to its last three parts (the part an agent needs)."""
+    parts = value.split("/")
+    return "…/" + "/".join(parts[-3:]) if value.startswith("/") and len(parts) > 4 else value
+
+
+def _work_parts(fields: Mapping[str, Sequence[str]], words: set[str], head: str, limit: int) -> str | None:
+    """``head: files: `a`, …; commands: …`` with as many items as fit in ``limit``, prompt-named ones first."""
+    ranked = [(name, v) for name in WORK_ORDER for v in fields.get(name, ()) if _relevant(v, words)]
+    ranked += [(name, v) for name in WORK_ORDER for v in fields.get(name, ()) if (name, v) not in ranked]
+    chosen: dict[str, list[str]] = {}
+
+    def render(picked: dict[str, list[str]]) -> str:
+        parts = [f"{name}: " + ", ".join(f"`{short_path(v)}`" for v in picked[name])
+                 for name in WORK_ORDER if picked.get(name)]
+        return head + ": " + "; ".join(parts)
+
+    for name, value in ranked:
+        trial = {k: list(v) for k, v in chosen.items()}
+        trial.setdefault(name, []).append(value)
+        if len(render(trial)) <= limit:
+            chosen = trial
+    return render(chosen) if chosen else None
+
+
+def project_line(work: ProjectWorkLike, words: set[str], limit: int) -> str:
+    """A named project's line: its arcs, latest activity and most worked-on items."""
+    when = (work.last_active or "")[:10]
+    head = f"- project {work.project} ({work.arcs} arc{'s' if work.arcs != 1 else ''}{', last ' + when if when else ''})"
+    fields = {name: values for name, values in work.work if name in WORK_ORDER}
+    return _work_parts(fields, words, head, limit) or head
+
+
+def work_line(hit: Hit, words: set[str], limit: int) -> str:
+    """An arc hit as one line: link, title, project and date, then the arc's concrete work items
+    (files, commands, errors, identifiers), those sharing a word with the prompt first, as many as
+    fit in ``limit`` characters. Without work items, the matching snippet."""
+    when = (hit.last_active or "")[:10]
+    where = ", ".join(p for p in (hit.project or "", when) if p)
+    head = f"- [[{hit.cluster_id}]] {one_line(hit.title, 90)}" if hit.cluster_id else f"- {hit.path}"
+    if where:
+        head += f" ({where})"
+    fields = {name: values for name, values in hit.work if name in WORK_ORDER}
+    return _work_parts(fields, words, head, limit) or one_line(f"{head}: {hit.snippet}", limit)
 
 
 def recall_lines(
-    hits: Sequence[Hit], seen: Iterable[str], *, max_hits: int, budget_chars: int, min_score: float
+    hits: Sequence[Hit], seen: Iterable[str], *, max_hits: int, budget_chars: int, min_score: float,
+    prompt: str = "", line_chars: int | None = None,
 ) -> tuple[list[str], list[str]]:
     """The lines prompt-time recall adds, and the keys of the hits they show.
 
     Best first; hits below ``min_score`` or below :data:`RELATIVE_FLOOR` of the best hit's
-    score, already ``seen`` this session, or tombstones are skipped; the whole stays within ``budget_chars`` (a line that does not fit is dropped,
-    not cut, so every line names a whole item).
+    score, already ``seen`` this session, or tombstones are skipped; the whole stays within
+    ``budget_chars`` (a line that does not fit is dropped, not cut, so every line names a whole
+    item). An arc shows its concrete work items, those the ``prompt`` names first
+    (:func:`work_line`); a marker block shows its text.
     """
     already = set(seen)
     if hits:  # far weaker than the best hit is noise next to it, whatever its absolute score
         min_score = max(min_score, max(h.score for h in hits) * RELATIVE_FLOOR)
+    words = prompt_words(prompt)
+    per_line = line_chars or max(MIN_LINE_CHARS, budget_chars // max(1, max_hits))
     lines: list[str] = []
     keys: list[str] = []
     used = 0
@@ -133,8 +224,11 @@ def recall_lines(
             break
         if hit.score < min_score or hit.key in already or hit.successors:
             continue
-        name = f"[[{hit.cluster_id}]]" if hit.cluster_id else hit.path
-        line = f"- {hit.kind} {name} ({hit.path}:{hit.line}): {hit.snippet}"
+        if hit.kind == "arc":
+            line = work_line(hit, words, per_line)
+        else:
+            name = f"[[{hit.cluster_id}]]" if hit.cluster_id else hit.path
+            line = f"- {hit.kind} {name} ({hit.path}:{hit.line}): {hit.snippet}"
         if used + len(line) + 1 > budget_chars:
             continue
         already.add(hit.key)

@@ -10,11 +10,13 @@ Reads one SQLite file; a missing index means no recall, never an error.
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
 from brain.search import index
-from brain.search.query import recall_lines
+from brain.search.query import MIN_LINE_CHARS, project_line, prompt_words, recall_lines
 from brain.settings import Settings
 
 HEADER = "Brain recall: notes from earlier sessions that match this prompt (more: `brain search`, or the brain MCP tools)"
@@ -23,19 +25,72 @@ PROMPT_MAX_CHARS = 4000
 CANDIDATES_PER_HIT = 4
 
 
-def recall_for_prompt(vault: Path, prompt: str, seen: set[str], settings: Settings) -> str:
-    """Markdown to add to the prompt's context ("" for nothing); adds what it shows to ``seen``."""
+def recall_for_prompt(vault: Path, prompt: str, seen: set[str], settings: Settings, cwd: str | None = None) -> str:
+    """Markdown to add to the prompt's context ("" for nothing); adds what it shows to ``seen``.
+
+    A prompt that names another project of the vault (not the one ``cwd`` is in: the boot feed
+    covers that) first gets that project's work items; then the best-matching index items.
+    """
     if not settings.recall_on_prompt or settings.recall_max_hits <= 0 or not prompt.strip():
         return ""
+    text = prompt[:PROMPT_MAX_CHARS]
     try:
-        hits = index.search(vault, prompt[:PROMPT_MAX_CHARS], limit=settings.recall_max_hits * CANDIDATES_PER_HIT,
+        hits = index.search(vault, text, limit=settings.recall_max_hits * CANDIDATES_PER_HIT,
                             any_term=True, drop_stopwords=True)
     except (index.SearchIndexError, sqlite3.Error):
         return ""
     budget = max(0, settings.recall_token_budget) * 4 - len(HEADER) - 1
-    lines, keys = recall_lines(hits, seen, max_hits=settings.recall_max_hits, budget_chars=budget,
-                               min_score=settings.recall_min_score)
+    per_line = max(MIN_LINE_CHARS, budget // settings.recall_max_hits)
+    lines: list[str] = []
+    keys: list[str] = []
+    own = folder_project(cwd)
+    for project in named_projects(text, index.projects(vault)):
+        key = f"project:{project}"
+        if project == own or key in seen or len(lines) >= max(1, settings.recall_max_hits - 1):
+            continue
+        work = index.project_work(vault, project)
+        if work is None or not work.work:
+            continue
+        line = project_line(work, prompt_words(text), per_line)
+        if sum(len(x) + 1 for x in lines) + len(line) + 1 > budget:
+            continue
+        lines.append(line)
+        keys.append(key)
+    used = sum(len(x) + 1 for x in lines)
+    more, more_keys = recall_lines(hits, seen, max_hits=settings.recall_max_hits - len(lines),
+                                   budget_chars=budget - used, min_score=settings.recall_min_score, prompt=text,
+                                   line_chars=per_line)
+    lines += more
+    keys += more_keys
     if not lines:
         return ""
     seen.update(keys)
     return HEADER + "\n" + "\n".join(lines)
+
+
+def folder_project(cwd: str | None) -> str | None:
+    """The project a session in ``cwd`` is in, by its last folder (how the tick names projects)."""
+    name = (cwd or "").rstrip("/").rsplit("/", 1)[-1]
+    return name or None
+
+
+_BOUNDARY = r"(?<![A-Za-z0-9_.\-])"
+_END = r"(?![A-Za-z0-9_\-]|\.[A-Za-z0-9])"
+
+
+def named_projects(prompt: str, projects: Iterable[str]) -> list[str]:
+    """The projects ``prompt`` names: a name with a separator (``claude-code-log``, ``deep_manifest``,
+    ``site.me``) typed as one token; a plain word (``gateway``) only as a path segment or in
+    backticks, since plain words are mostly English (``project``, ``test``)."""
+    found = []
+    for project in projects:
+        if len(project) < 3:
+            continue
+        escaped = re.escape(project)
+        if re.search(r"[^A-Za-z0-9]", project):
+            pattern = _BOUNDARY + escaped + _END
+        else:
+            pattern = r"(?:/" + escaped + r"(?![A-Za-z0-9_.\-])|(?<![A-Za-z0-9_.\-])" + escaped + r"/|`" + escaped + "`)"
+        if re.search(pattern, prompt, re.IGNORECASE):
+            found.append(project)
+    return found
