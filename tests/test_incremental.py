@@ -1,7 +1,8 @@
 """A tick that reuses the last tick's state writes exactly what a cold tick writes.
 
-Differential: one vault ticked at T0, edited at random, then copied twice; one copy keeps its
-``.brain`` (parse cache, tick state), the other loses it. Both are ticked at the same later
+Differential: one vault ticked at T0 and once more a little later, edited at random, then copied
+twice; one copy keeps its ``.brain`` (parse cache and its overlay, heat memo, tick state), the
+other loses it. Both are ticked at the same later
 instant (+2 h, +24 h, +7 d); every vault file and every feed file must be byte-identical, and
 both ticks must verify clean.
 """
@@ -69,6 +70,9 @@ def test_an_incremental_tick_writes_what_a_cold_tick_writes(arcs: list[dict], ca
         t0 = require_instant(NOW)
         first = run_tick(Settings(vault=warm, conscious_cap=cap), t0, no_ai=True, dry_run=False)
         assert first.exit_code == 0, first.as_dict()
+        # A tick in between: the warm copy's heat memo and parse-cache overlay span two ticks.
+        between = run_tick(Settings(vault=warm, conscious_cap=cap), t0 + later / 4, no_ai=True, dry_run=False)
+        assert between.exit_code == 0, between.as_dict()
 
         # Edits between the ticks (each one changes the file's size, as real edits do).
         for n, (index, kind, hours_ago) in enumerate(edits):

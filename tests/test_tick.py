@@ -230,6 +230,31 @@ def test_unchanged_files_are_not_parsed_again(vault: Path) -> None:
     assert report["phases"]["keeper"]["parsed"] == report["phases"]["keeper"]["files"]
 
 
+def test_a_later_tick_takes_unchanged_arcs_heat_from_the_memo(vault: Path) -> None:
+    build_golden_vault(vault)
+    _, first = run_tick_json(vault)
+    arcs = first["stats"]["arcs"]
+    assert first["phases"]["keeper"]["remembered"] == 0  # nothing to remember yet
+    # An hour later: one arc crosses its 72 h boundary and is decided afresh, the rest come from the memo.
+    _, later = run_tick_json(vault, now="2026-11-21T13:00:00Z")
+    assert later["stats"]["heat_changed"] == 1
+    assert 0 < later["phases"]["keeper"]["remembered"] < arcs
+    # An edited arc is never taken from the memo (its bytes are not the ones remembered); every other
+    # arc is (those written or decided afresh an hour ago were remembered then).
+    edited = next(p for p in vault.rglob("*.md") if "brain-feed" not in p.parts and not p.name.startswith("_")
+                  and "cluster_id:" in p.read_text())
+    edited.write_text(edited.read_text() + "\nOperator line.\n")
+    _, after_edit = run_tick_json(vault, now="2026-11-21T14:00:00Z")
+    assert after_edit["phases"]["keeper"]["remembered"] == arcs - 1
+    # A corrupt memo is ignored: every arc decided afresh, and no arc file changes for it.
+    (vault / ".brain/heat-memo").write_bytes(b"\x00garbage")
+    edited.write_text(edited.read_text() + "\nAnother operator line.\n")
+    code, again = run_tick_json(vault, now="2026-11-21T14:30:00Z")
+    assert code == 0 and again["phases"]["keeper"]["remembered"] == 0
+    assert again["stats"]["arcs"] == arcs
+    assert all(p.startswith("brain-feed/") for p in again["changes"]["written"]), again["changes"]
+
+
 def test_steady_state_stops_after_listing_until_something_changes(vault: Path) -> None:
     build_golden_vault(vault)
     _, first = run_tick_json(vault)
@@ -519,3 +544,28 @@ def test_a_deleted_or_edited_dashboard_is_rebuilt_though_its_arcs_are_unchanged(
     dashboard.write_text("scribbled\n")
     run_tick_json(vault, now="2026-11-21T13:00:00Z")
     assert dashboard.read_text() == good
+
+
+def test_a_few_changed_notes_go_to_the_cache_overlay_and_load_back_exactly(vault: Path) -> None:
+    from brain.io import vault as vault_module
+    from brain.io.vault import scan
+
+    build_golden_vault(vault)
+    for path in vault.rglob("*.md"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    feed_dir = vault / "brain-feed"
+    scan(vault, feed_dir=feed_dir, max_note_bytes=10**8, write_cache=True)
+    base = (vault / vault_module.CACHE_FILE).read_bytes()
+    edited = next(p for p in vault.rglob("*.md") if "cluster_id:" in p.read_text())
+    edited.write_text(edited.read_text() + "\n<!-- @lesson -->\nAn operator lesson.\n<!-- @/lesson -->\n")
+    os.utime(edited, (1_700_000_100, 1_700_000_100))
+    first = scan(vault, feed_dir=feed_dir, max_note_bytes=10**8, write_cache=True)
+    assert first.stats.parsed == 1
+    assert (vault / vault_module.CACHE_FILE).read_bytes() == base  # the base is not rewritten for one note
+    assert (vault / vault_module.OVERLAY_FILE).exists()
+    again = scan(vault, feed_dir=feed_dir, max_note_bytes=10**8, write_cache=False)
+    assert again.stats.parsed == 0 and dict(again.notes) == dict(first.notes)
+    # A corrupt overlay costs only a re-parse of what it held.
+    (vault / vault_module.OVERLAY_FILE).write_bytes(b"\x00not marshal")
+    damaged = scan(vault, feed_dir=feed_dir, max_note_bytes=10**8, write_cache=False)
+    assert damaged.stats.parsed == 1 and dict(damaged.notes) == dict(first.notes)

@@ -80,6 +80,12 @@ def last_active_of(note: Note) -> datetime:
     return _mtime(note)
 
 
+def dates_in_content(note: Note) -> bool:
+    """Heat reads this arc's dates from the file's own bytes (not its name or mtime)."""
+    arc = note.arc
+    return arc is not None and (_instant(arc.last_active) is not None or _instant(arc.created) is not None)
+
+
 def created_of(note: Note) -> datetime:
     """The arc's creation instant: ``created``, then the date in ``cluster_id``, then as last_active."""
     arc = note.arc

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from brain.core import frontmatter, markers
 from brain.core.heat import (
@@ -18,7 +18,7 @@ from brain.core.heat import (
     compute,
     created_of,
     date_problems,
-    inactive_days,
+    dates_in_content,
     inputs_of,
     next_change,
 )
@@ -45,6 +45,9 @@ class ArcDecision:
     path: str  # where the arc lives after this tick
     move: str | None = None  # "promoted" | "demoted" | "graduated"
     drop_signals: tuple[Marker, ...] = ()
+    #: Decided with ``horizon``: the first instant the arc's heat or graduation may change (None: never).
+    next_change: datetime | None = None
+    last_active: datetime | None = None  # the instant heat counts from (None for tombstones)
 
     @property
     def cluster_id(self) -> str:
@@ -70,6 +73,10 @@ class KeeperDecisions:
     problems: list[Problem] = field(default_factory=list)  # values the decisions could not use
     #: The first instant after ``now`` at which some live arc may be decided differently.
     next_change: datetime | None = None
+    #: cluster_ids whose dates were reported as out of range (decided with ``horizon``).
+    dated_badly: set[str] = field(default_factory=set)
+    remembered: int = 0  # arcs whose heat came from the memo, not recomputed
+    fresh: set[str] = field(default_factory=set)  # cluster_ids decided without the memo (with horizon)
 
     def changed(self) -> list[ArcDecision]:
         return [d for d in self.arcs.values() if d.changes_file]
@@ -111,8 +118,72 @@ def is_tombstoned_signal(marker: Marker, now: datetime) -> bool:
     return cleared_at is None or cleared_at < now
 
 
+@dataclass(frozen=True)
+class Remembered:
+    """What a keeper pass decided for one arc's exact content, and until when it holds.
+
+    Heat is a step function of time (:func:`brain.core.heat.next_change`): for the same bytes
+    at the same path, under the same settings, every instant in ``[decided, until)`` gives the
+    same heat. A tick two hours later on an unchanged vault reuses it instead of recomputing
+    10 000 arcs' inputs; anything else (new bytes, an instant outside the window) is decided afresh.
+    """
+
+    sha1: str
+    decided: int  # microseconds since the epoch (exact, unlike a float)
+    until: int | None  # microseconds; None: the heat never changes again
+    heat: int
+    last_active: int  # microseconds
+    dated_badly: bool = False  # its dates were out of range: report them again
+
+    def holds(self, note: Note, now: int) -> bool:
+        return note.sha1 == self.sha1 and self.decided <= now and (self.until is None or now < self.until)
+
+
+_EPOCH, _MICRO = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
+
+
+def micros(instant: datetime) -> int:
+    return (instant - _EPOCH) // _MICRO
+
+
+def instant_of(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+#: path -> what was decided for the content found there (see :class:`Remembered`).
+HeatMemo = Mapping[str, Remembered]
+
+
+def remembered(decisions: KeeperDecisions, notes: Mapping[str, Note], now: datetime,
+               before: HeatMemo | None = None) -> dict[str, Remembered]:
+    """The memo a later tick can reuse: each live arc decided with ``horizon`` whose file now
+    holds the decided heat and status (``notes``: the snapshot after this tick's writes).
+
+    ``before``: the memo this pass was decided with; an arc it answered for and whose file
+    this tick left as it was keeps its entry as it is.
+    """
+    out: dict[str, Remembered] = {}
+    stamp = micros(now)
+    for cluster_id, d in decisions.arcs.items():
+        arc = d.note.arc
+        if arc is None or arc.is_tombstone or d.status != arc.status or d.last_active is None:
+            continue  # a status change changes the inputs: the next tick decides it afresh
+        final = notes.get(d.path)
+        if final is None or final.arc is None:
+            continue
+        kept = before.get(d.path) if before is not None and cluster_id not in decisions.fresh else None
+        if kept is not None and final is d.note and kept.sha1 == final.sha1:
+            out[d.path] = kept
+            continue
+        if final.arc.heat != d.heat or final.arc.status != d.status or not dates_in_content(final):
+            continue
+        out[d.path] = Remembered(final.sha1, stamp, micros(d.next_change) if d.next_change else None,
+                                 d.heat, micros(d.last_active), cluster_id in decisions.dated_badly)
+    return out
+
+
 def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool = False,
-           reuse: KeeperDecisions | None = None) -> KeeperDecisions:
+           reuse: KeeperDecisions | None = None, memo: HeatMemo | None = None) -> KeeperDecisions:
     """One decision per arc at ``now``. ``horizon`` also finds :attr:`KeeperDecisions.next_change`
     (what the fast path of the next tick needs; a check pass does not).
 
@@ -126,8 +197,10 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         if note.arc is not None:
             by_id.setdefault(note.arc.cluster_id, []).append(note)
     out = KeeperDecisions()
-    live: list[tuple[Note, int, HeatInputs, bool, bool]] = []  # note, heat, inputs, managed, in conscious
+    live: list[tuple[Note, int, datetime, bool, bool]] = []  # note, heat, last active, managed, in conscious
     reused: dict[int, tuple[Marker, ...]] = {}  # id(note) -> its dropped signals, as decided before
+    horizons: dict[int, datetime | None] = {}  # id(note) -> its next change (with horizon)
+    stamp = micros(now)
     for cluster_id, group in by_id.items():
         if len(group) > 1:
             out.duplicates[cluster_id] = sorted(n.path for n in group)
@@ -141,18 +214,37 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         if arc.is_tombstone:
             out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, note.path)
             continue
-        if horizon:  # the keeper's pass reports bad dates; a check pass need not again
-            out.problems.extend(date_problems(note))
-        inputs = inputs_of(note)
-        known = reuse.arcs.get(cluster_id) if reuse is not None else None
-        if known is not None and known.note is note and known.move is None:
-            heat = known.heat  # compute(inputs, now, s) of this very note, at this very instant
-            reused[id(note)] = known.drop_signals
+        hit = memo.get(note.path) if memo is not None else None
+        if hit is not None and hit.holds(note, stamp):
+            if horizon and hit.dated_badly:
+                out.problems.extend(date_problems(note))
+                out.dated_badly.add(cluster_id)
+            heat, last_active = hit.heat, instant_of(hit.last_active)
+            changes = instant_of(hit.until) if hit.until is not None else None
+            out.remembered += 1
         else:
-            heat = compute(inputs, now, s)
-        live.append((note, heat, inputs, top in MANAGED_ROOTS, in_conscious(note.path)))
+            if horizon:  # the keeper's pass reports bad dates; a check pass need not again
+                bad = date_problems(note)
+                if bad:
+                    out.problems.extend(bad)
+                    out.dated_badly.add(cluster_id)
+            known = reuse.arcs.get(cluster_id) if reuse is not None else None
+            if known is not None and known.note is note and known.move is None and known.last_active is not None \
+                    and not horizon:
+                # compute(inputs, now, s) of this very note, at this very instant
+                heat, last_active, changes = known.heat, known.last_active, None
+                reused[id(note)] = known.drop_signals
+            else:
+                inputs = inputs_of(note)
+                last_active = inputs.last_active
+                known_heat = known.heat if known is not None and known.note is note and known.move is None else None
+                heat = known_heat if known_heat is not None else compute(inputs, now, s)
+                changes = next_change(inputs, now, s, heat) if horizon else None
+                if horizon:
+                    out.fresh.add(cluster_id)
+        live.append((note, heat, last_active, top in MANAGED_ROOTS, in_conscious(note.path)))
         if horizon:
-            changes = next_change(inputs, now, s, heat)
+            horizons[id(note)] = changes
             if changes is not None and (out.next_change is None or changes < out.next_change):
                 out.next_change = changes
 
@@ -166,13 +258,13 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         key=lambda item: (
             -item[1],
             0 if item[4] else 1,
-            -item[2].last_active.timestamp(),
+            -item[2].timestamp(),
             item[0].arc.cluster_id if item[0].arc else "",
         )
     )
     chosen = {id(item[0]) for item in contenders[: max(0, s.conscious_cap)]}
 
-    for note, heat, inputs, managed, conscious in live:
+    for note, heat, last_active, managed, conscious in live:
         arc = note.arc
         assert arc is not None
         known_drops = reused.get(id(note))
@@ -186,16 +278,17 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 not already_graduated
                 and id(note) not in chosen
                 and heat <= s.graduate_heat
-                and inactive_days(inputs, now) > s.graduate_days
+                and max(0.0, (now - last_active).total_seconds() / 86400) > s.graduate_days
             ):
                 status, move = "graduated", "graduated"
                 path = f"{graduation_folder(arc.region)}/{name}"
-                heat = compute(_with_status(inputs, status), now, s)
+                heat = compute(_with_status(inputs_of(note), status), now, s)
             elif id(note) in chosen and not conscious:
                 path, move = f"{CONSCIOUS}/{name}", "promoted"
             elif id(note) not in chosen and conscious:
                 path, move = f"{UNCONSCIOUS}/{name}", "demoted"
-        out.arcs[arc.cluster_id] = ArcDecision(note, heat, status, path, move, drops)
+        out.arcs[arc.cluster_id] = ArcDecision(note, heat, status, path, move, drops, horizons.get(id(note)),
+                                               last_active)
     return out
 
 

@@ -110,39 +110,84 @@ def _note_of(row: tuple[Any, ...]) -> Note:
 #: The rows the last scan of this process loaded, by path, with the note built from each: saving
 #: the cache again re-serialises only the notes that changed.
 _LOADED: dict[str, tuple[Note, tuple[Any, ...]]] = {}
+#: The base file the last load read (its writing time and paths) and the paths its overlay held.
+_BASE: dict[str, Any] = {"written": 0, "paths": frozenset(), "overlay": frozenset()}
+
+#: Small changes go to an overlay beside the base (``parse-cache-delta``) instead of rewriting
+#: every row: a tick that edits 20 arcs of 10 000 writes 20 rows. The base is rewritten when the
+#: overlay would hold more than this share of the notes (or :data:`OVERLAY_MIN` rows).
+OVERLAY_SHARE, OVERLAY_MIN = 0.05, 256
+OVERLAY_FILE = CACHE_FILE + "-delta"
 
 
-def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int]:
-    """The cached rows and the time the cache was written (0 when missing, stale or corrupt)."""
+def _loads(path: Path) -> Any:
     try:
-        data = (vault / CACHE_FILE).read_bytes()
+        data = path.read_bytes()
     except OSError:
-        return {}, 0
+        return None
     enabled = gc.isenabled()
     gc.disable()  # a million small tuples: the collector would walk them again and again
     try:
-        raw = marshal.loads(data)
+        return marshal.loads(data)
     except (EOFError, ValueError, TypeError):
-        return {}, 0
+        return None
     finally:
         if enabled:
             gc.enable()
-    if not (isinstance(raw, tuple) and len(raw) == 3 and raw[0] == CACHE_KEY and isinstance(raw[2], dict)):
-        return {}, 0
-    written = raw[1]
-    return raw[2], written if isinstance(written, int) else 0
+
+
+def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str, int]]:
+    """The cached rows, the time the base was written (0 when missing, stale or corrupt), and
+    for the rows that came from the overlay, the time the overlay was written."""
+    _BASE.update(written=0, paths=frozenset(), overlay=frozenset())
+    raw = _loads(vault / CACHE_FILE)
+    if not (isinstance(raw, tuple) and len(raw) == 3 and raw[0] == CACHE_KEY and isinstance(raw[2], dict)
+            and isinstance(raw[1], int)):
+        return {}, 0, {}
+    written, rows = raw[1], raw[2]
+    _BASE.update(written=written, paths=frozenset(rows))
+    overlay = _loads(vault / OVERLAY_FILE)
+    later: dict[str, int] = {}
+    if (isinstance(overlay, tuple) and len(overlay) == 5 and overlay[0] == CACHE_KEY and overlay[1] == written
+            and isinstance(overlay[2], int) and isinstance(overlay[3], dict) and isinstance(overlay[4], tuple)):
+        for path in overlay[4]:
+            rows.pop(path, None)
+        rows.update(overlay[3])
+        later = dict.fromkeys(overlay[3], overlay[2])
+        _BASE["overlay"] = frozenset(overlay[3]) | frozenset(overlay[4])
+    return rows, written, later
 
 
 def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
-    """Persist the parse cache (best effort: a missing cache only costs a re-parse)."""
+    """Persist the parse cache (best effort: a missing cache only costs a re-parse).
+
+    Rows of notes this process loaded and did not change are reused as they are; when few
+    rows changed since the base was written, only those go to the overlay."""
     rows = {}
+    fresh: set[str] = set()
     for path, note in notes.items():
         if note.mtime_ns:
             known = _LOADED.get(path)
-            rows[path] = known[1] if known is not None and known[0] is note else _note_row(note)
-    data = marshal.dumps((CACHE_KEY, time.time_ns(), rows))
+            if known is not None and known[0] is note:
+                rows[path] = known[1]
+            else:
+                rows[path] = _note_row(note)
+                fresh.add(path)
+    now = time.time_ns()
+    base_written, base_paths = _BASE["written"], _BASE["paths"]
+    if base_written:
+        delta = {path: rows[path] for path in (fresh | (_BASE["overlay"] & rows.keys()))}
+        removed = tuple(sorted(base_paths - rows.keys()))
+        if len(delta) + len(removed) <= max(OVERLAY_MIN, int(len(rows) * OVERLAY_SHARE)):
+            with contextlib.suppress(OSError):
+                atomic_write(vault / OVERLAY_FILE, marshal.dumps((CACHE_KEY, base_written, now, delta, removed)))
+                _BASE["overlay"] = frozenset(delta) | frozenset(removed)
+            return
+    data = marshal.dumps((CACHE_KEY, now, rows))
     with contextlib.suppress(OSError):
         atomic_write(vault / CACHE_FILE, data)
+        (vault / OVERLAY_FILE).unlink(missing_ok=True)
+        _BASE.update(written=now, paths=frozenset(rows), overlay=frozenset())
 
 
 def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:
@@ -222,8 +267,9 @@ def scan(
     folder, not a vault) treats a ``cluster_id`` note in any folder as an arc.
     """
     started = time.perf_counter()
-    cache, cache_written = _load_cache(vault)
-    racy_from = cache_written - RACY_SECONDS * 1_000_000_000
+    cache, cache_written, later = _load_cache(vault)
+    racy = RACY_SECONDS * 1_000_000_000
+    racy_from = cache_written - racy
     notes: dict[str, Note] = {}
     raw: dict[str, bytes] = {}
     parsed = cached = 0
@@ -240,7 +286,10 @@ def scan(
                     note: Note | None = _note_of(row)
                 except (TypeError, ValueError):
                     note = None
-                if note is not None and (st.st_mtime_ns < racy_from or _same_content(vault, rel, note.size, note.sha1)):
+                since = later.get(rel)
+                trusted_before = racy_from if since is None else since - racy
+                if note is not None and (st.st_mtime_ns < trusted_before
+                                         or _same_content(vault, rel, note.size, note.sha1)):
                     notes[rel] = note
                     loaded[rel] = (note, row)
                     cached += 1

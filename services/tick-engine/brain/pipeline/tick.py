@@ -17,10 +17,12 @@ Dry run builds the same plans and previews them; nothing is written.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import hashlib
 import json
+import marshal
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -32,7 +34,15 @@ from typing import Any
 from brain import __version__
 from brain.core import feed
 from brain.core.candidates import candidate_report
-from brain.core.keeper import KeeperDecisions, decide, in_conscious, valid_until
+from brain.core.keeper import (
+    HeatMemo,
+    KeeperDecisions,
+    Remembered,
+    decide,
+    in_conscious,
+    remembered,
+    valid_until,
+)
 from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
 from brain.core.snapshot import ScanDelta, Snapshot, vault_note
@@ -47,6 +57,8 @@ from brain.settings import Settings
 
 EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
 STATE_FILE = ".brain/tick-state.json"
+#: What the keeper decided per arc content, reused while it holds (:class:`brain.core.keeper.Remembered`).
+MEMO_FILE = ".brain/heat-memo"
 
 
 @dataclass
@@ -78,6 +90,7 @@ class KeeperReport:
     cached: int = 0
     scan_ms: float | None = None
     planned: int | None = None
+    remembered: int | None = None  # arcs whose heat the memo gave (not recomputed)
     unchanged_since: str | None = None
     amygdala: dict[str, Any] | None = None
 
@@ -88,6 +101,7 @@ class KeeperReport:
         else:
             data["scan_ms"] = self.scan_ms
             data["planned"] = self.planned
+            data["remembered"] = self.remembered
         if self.amygdala is not None:
             data["amygdala"] = self.amygdala
         return data
@@ -206,6 +220,32 @@ def fingerprint(s: Settings, listing: Listing, feed_dir: Path) -> str:
             st = path.stat()
             digest.update(f"feed:{path.relative_to(feed_dir)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
+
+
+def _load_memo(vault: Path, s: Settings) -> dict[str, Remembered]:
+    """The heat memo the last tick left, or nothing (missing, corrupt, other settings or code)."""
+    try:
+        raw = marshal.loads((vault / MEMO_FILE).read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+    if not (isinstance(raw, tuple) and len(raw) == 2 and raw[0] == _settings_digest(s) and isinstance(raw[1], dict)):
+        return {}
+    try:
+        return {path: Remembered(*row) for path, row in raw[1].items()}
+    except TypeError:
+        return {}
+
+
+def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Snapshot, now: datetime,
+               before: HeatMemo) -> None:
+    """Best effort: a missing memo only costs recomputing every arc's heat once."""
+    live = sum(1 for d in decisions.arcs.values() if d.last_active is not None)
+    if decisions.remembered == live == len(before) and not snapshot.delta:
+        return  # every arc came from the memo and none was written: it is still the one on disk
+    memo = remembered(decisions, snapshot.notes, now, before)
+    rows = {path: (e.sha1, e.decided, e.until, e.heat, e.last_active, e.dated_badly) for path, e in memo.items()}
+    with contextlib.suppress(OSError):
+        atomic_write(vault / MEMO_FILE, marshal.dumps((_settings_digest(s), rows)))
 
 
 def _load_state(vault: Path) -> dict[str, Any]:
@@ -334,12 +374,14 @@ def _run(tick: _Tick) -> None:
     _after_scan(tick, snapshot)
     snapshot = _drain_inbox(tick, snapshot)
 
-    decisions = decide(snapshot.notes.values(), now, s, horizon=True)
+    memo = _load_memo(vault, s)
+    decisions = decide(snapshot.notes.values(), now, s, horizon=True, memo=memo)
     dashboards_key = _dashboards_key(decisions)
     # Dashboards: rendered when what they list changed, or someone edited or deleted one.
     touched = any(p.endswith("/_dashboard.md") for p in (*snapshot.delta.changed, *snapshot.delta.removed))
     report.keeper = KeeperReport(ms=0.0, files=snapshot.stats.files, parsed=snapshot.stats.parsed,
-                                 cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2), planned=0)
+                                 cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2), planned=0,
+                                 remembered=decisions.remembered)
     kplan, snapshot = _keeper_pass(tick, snapshot, decisions,
                                    dashboards=touched or dashboards_key != state.get("dashboards"))
     final_plan = kplan
@@ -366,7 +408,7 @@ def _run(tick: _Tick) -> None:
             # The keeper again, so arcs changed by apply get their heat and place in this same tick.
             t = time.perf_counter()
             snapshot = _reread(snapshot, outcome.result)
-            decisions = decide(snapshot.notes.values(), now, s, horizon=True)
+            decisions = decide(snapshot.notes.values(), now, s, horizon=True, memo=memo)
             final_plan, snapshot = _keeper_pass(
                 tick, snapshot, decisions, dashboards=True,
                 extra_diff=kplan.diff_lines + outcome.diff_lines, intent_text=outcome.intent,
@@ -387,6 +429,8 @@ def _run(tick: _Tick) -> None:
         report.exit_code = EXIT_VERIFY
     if not dry_run and (snapshot.delta or report.result.changed or not snapshot.stats.cached):
         save_cache(vault, snapshot.notes)
+    if not dry_run:
+        _save_memo(vault, s, final_plan.decisions, snapshot, now, memo)
     report.verify.ms = _ms(t)
 
     _publish_alarms(tick, snapshot)
