@@ -135,7 +135,7 @@ WORK_ORDER = ("files", "commands", "errors", "ids")
 
 
 def _tokens(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text.replace("*", " "))}
+    return {m.group(0).lower() for m in _WORD.finditer(text.replace("*", " "))}
 
 
 def _relevant(value: str, words: set[str]) -> bool:
