@@ -83,5 +83,8 @@ def transaction(vault: Path, command: str, tick_id: str, now: datetime, *,
                     + (f"; kept edits made since in {', '.join(done.conflicts)}" if done.conflicts else "")
                     + ")",
                 ))
-        yield tx
+        try:
+            yield tx
+        finally:
+            writer.flush_discards()  # old images swapped out by the commits: gone before the lock is
         tx.journal.complete()

@@ -259,6 +259,8 @@ def apply_plan(
         journal.record(entries, [item.before for item in resolved])
     for item in _execute_all(vault, resolved, result, journal):
         _note_result(item.op, result)
+    if journal is None:
+        flush_discards()  # no transaction to wait for them at its end
     return result
 
 
@@ -432,6 +434,35 @@ def _stat_of(path: str) -> tuple[int, int, int] | None:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
 
+#: Old images a commit swapped out, unlinked by background threads while the run goes on (freeing
+#: an inode costs ten times the exchange that replaced it); :func:`flush_discards` waits for them.
+_DISCARDS: list[Any] = []
+_DISCARDER: ThreadPoolExecutor | None = None
+DISCARD_WORKERS = 2
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _discard(path: str) -> None:
+    global _DISCARDER
+    if _DISCARDER is None:
+        _DISCARDER = ThreadPoolExecutor(max_workers=DISCARD_WORKERS, thread_name_prefix="brain-discard")
+    _DISCARDS.append(_DISCARDER.submit(_unlink_quietly, path))
+
+
+def flush_discards() -> None:
+    """Wait until every swapped-out old image is unlinked (the end of a transaction, or of a
+    plan applied outside one). An unlink that fails leaves a hidden ``.brain-tmp`` file, never
+    a visible one; the next commit to that file overwrites it."""
+    while _DISCARDS:
+        future = _DISCARDS.pop()
+        with contextlib.suppress(OSError):
+            future.result()
+
+
 class _Raced(Exception):
     """The operator changed, deleted or renamed the file while the tick was committing it."""
 
@@ -459,7 +490,7 @@ def _commit_over(tmp: str, target: str, seen: tuple[int, int, int] | None, writt
         return
     old = _stat_of(tmp)
     if seen is None or old == seen:  # the very inode the plan read, untouched: the commit stands
-        os.unlink(tmp)
+        _discard(tmp)
         return
     # The operator saved between the stat and the exchange: give the file back to them.
     with contextlib.suppress(OSError):
