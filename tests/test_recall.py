@@ -89,6 +89,8 @@ def test_projects_are_named_by_a_separated_token_or_a_path_segment() -> None:
     assert named_projects("overview of the /workspace/claude-code-log project", known) == ["claude-code-log"]
     assert named_projects("look at `gateway` and site.me", known) == ["gateway", "site.me"]
     assert named_projects("the gateway project, claude-code-logger", known) == []  # English words, other names
+    assert named_projects("run test/test_cache.py in ./gateway", ["test", "gateway"]) == []  # this repo's folders
+    assert named_projects("see ~/src/gateway/README.md", ["gateway"]) == ["gateway"]
 
 
 def test_the_hook_recalls_work_items_through_real_sqlite(worked: Path, tmp_path: Path) -> None:

@@ -84,13 +84,25 @@ def human(evaluation: Evaluation) -> str:
     out += _table(header, rows)
     gain = evaluation.recall_gain
     if gain is not None:
-        out += ["", f"Prompt-time recall (brain+recall - brain on R_kn): mean/proj {_num(gain.mean_project)} "
-                f"CI {_ci(gain.ci_project)}, W/T/L {gain.wins}/{gain.ties}/{gain.losses}: "
+        ours, plus = evaluation.aggregates[BRAIN], evaluation.aggregates[BRAIN_RECALL]
+        out += ["", "Prompt-time recall: R_kn of the boot feed plus what recall showed at the first "
+                "prompts (credited only for items needed from that prompt on and not typed in it) "
+                "vs the boot feed alone",
+                f"  R_kn/proj {_num(ours.r_kn_project)} -> {_num(plus.r_kn_project)}: "
+                f"{_num(gain.mean_project)} CI {_ci(gain.ci_project)}; R_kn/sess {_num(ours.r_kn_session)} -> "
+                f"{_num(plus.r_kn_session)}: {_num(gain.mean_session)} CI {_ci(gain.ci_session)}; "
+                f"W/T/L {gain.wins}/{gain.ties}/{gain.losses}; +{_num(recall_tokens(evaluation), 0)} tokens a session: "
                 f"{'adds recall' if gain.verdict == 'better' else gain.verdict}"]
     out += ["", f"Verdict: {evaluation.verdict.line()}"]
     for warning in evaluation.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"
+
+
+def recall_tokens(evaluation: Evaluation) -> float | None:
+    """Tokens prompt-time recall added per target session, on average."""
+    ours, plus = evaluation.aggregates[BRAIN].tokens, evaluation.aggregates[BRAIN_RECALL].tokens
+    return None if ours is None or plus is None else plus - ours
 
 
 def per_project(evaluation: Evaluation) -> dict[str, dict[str, Aggregate]]:
@@ -175,7 +187,8 @@ def as_json(evaluation: Evaluation) -> str:
             for project, feeds in per_project(evaluation).items()
         },
         "comparisons": {c.baseline: _comparison(c) for c in evaluation.comparisons},
-        "recall_gain": _comparison(evaluation.recall_gain) if evaluation.recall_gain is not None else None,
+        "recall_gain": (None if evaluation.recall_gain is None else
+                        {**_comparison(evaluation.recall_gain), "tokens_added": _round(recall_tokens(evaluation))}),
         "verdict": {"useless": evaluation.verdict.useless, "against": dict(evaluation.verdict.against),
                     "line": evaluation.verdict.line()},
         "warnings": list(evaluation.warnings),

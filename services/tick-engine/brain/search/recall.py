@@ -80,8 +80,9 @@ _END = r"(?![A-Za-z0-9_\-]|\.[A-Za-z0-9])"
 
 def named_projects(prompt: str, projects: Iterable[str]) -> list[str]:
     """The projects ``prompt`` names: a name with a separator (``claude-code-log``, ``deep_manifest``,
-    ``site.me``) typed as one token; a plain word (``gateway``) only as a path segment or in
-    backticks, since plain words are mostly English (``project``, ``test``)."""
+    ``site.me``) typed as one token; a plain word (``gateway``) only as the folder of an absolute
+    path (``/src/gateway``) or in backticks, since plain words are mostly English (``project``) or a
+    repository's own folders (``test/test_cache.py``)."""
     found = []
     for project in projects:
         if len(project) < 3:
@@ -90,7 +91,8 @@ def named_projects(prompt: str, projects: Iterable[str]) -> list[str]:
         if re.search(r"[^A-Za-z0-9]", project):
             pattern = _BOUNDARY + escaped + _END
         else:
-            pattern = r"(?:/" + escaped + r"(?![A-Za-z0-9_.\-])|(?<![A-Za-z0-9_.\-])" + escaped + r"/|`" + escaped + "`)"
+            # An absolute path's folder (``/src/gateway``), not a repository's own ``test/`` folder.
+            pattern = r"(?:(?<=[A-Za-z0-9_~\-])/" + escaped + r"(?![A-Za-z0-9_.\-])|`" + escaped + "`)"
         if re.search(pattern, prompt, re.IGNORECASE):
             found.append(project)
     return found
