@@ -35,6 +35,7 @@ from brain.core.vocab import (
 from brain.settings import Settings
 
 GRADUATED_ROOTS = ("left/", "right/", "pineal/")
+_new = object.__new__
 
 
 @dataclass(frozen=True)
@@ -192,30 +193,37 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     move, keeps its heat and dropped signals without recomputing them; the conscious ranking and
     every move are decided afresh over all arcs, exactly as without ``reuse``.
     """
-    by_id: dict[str, list[Note]] = {}
+    by_id: dict[str, Note] = {}
+    doubled: dict[str, list[Note]] = {}
     for note in notes:
-        if note.arc is not None:
-            by_id.setdefault(note.arc.cluster_id, []).append(note)
+        arc = note.arc
+        if arc is not None:
+            first = by_id.setdefault(arc.cluster_id, note)
+            if first is not note:
+                doubled.setdefault(arc.cluster_id, [first]).append(note)
     out = KeeperDecisions()
+    for cluster_id, group in doubled.items():
+        out.duplicates[cluster_id] = sorted(n.path for n in group)
+        del by_id[cluster_id]
     live: list[tuple[Note, int, datetime, bool, bool]] = []  # note, heat, last active, managed, in conscious
     reused: dict[int, tuple[Marker, ...]] = {}  # id(note) -> its dropped signals, as decided before
     horizons: dict[int, datetime | None] = {}  # id(note) -> its next change (with horizon)
     stamp = micros(now)
-    for cluster_id, group in by_id.items():
-        if len(group) > 1:
-            out.duplicates[cluster_id] = sorted(n.path for n in group)
-            continue
-        note = group[0]
+    memo_get = memo.get if memo is not None else None
+    conscious_prefix = CONSCIOUS + "/"
+    for cluster_id, note in by_id.items():
         arc = note.arc
         assert arc is not None
-        top = top_folder(note.path)
+        path = note.path
+        top = path.split("/", 1)[0] if "/" in path else ""
         if top == "amygdala":
             continue  # alarm files belong to the amygdala consumer
         if arc.is_tombstone:
-            out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, note.path)
+            out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, path)
             continue
-        hit = memo.get(note.path) if memo is not None else None
-        if hit is not None and hit.holds(note, stamp):
+        hit = memo_get(path) if memo_get is not None else None
+        if hit is not None and hit.sha1 == note.sha1 and hit.decided <= stamp \
+                and (hit.until is None or stamp < hit.until):
             if horizon and hit.dated_badly:
                 out.problems.extend(date_problems(note))
                 out.dated_badly.add(cluster_id)
@@ -242,7 +250,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 changes = next_change(inputs, now, s, heat) if horizon else None
                 if horizon:
                     out.fresh.add(cluster_id)
-        live.append((note, heat, last_active, top in MANAGED_ROOTS, in_conscious(note.path)))
+        live.append((note, heat, last_active, top in MANAGED_ROOTS, path.startswith(conscious_prefix)))
         if horizon:
             horizons[id(note)] = changes
             if changes is not None and (out.next_change is None or changes < out.next_change):
@@ -264,21 +272,22 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     )
     chosen = {id(item[0]) for item in contenders[: max(0, s.conscious_cap)]}
 
+    idle_limit = timedelta(days=s.graduate_days)
     for note, heat, last_active, managed, conscious in live:
         arc = note.arc
         assert arc is not None
         known_drops = reused.get(id(note))
         drops = known_drops if known_drops is not None else \
-            tuple(m for m in note.markers if m.type == "signal" and is_tombstoned_signal(m, now))
+            tuple(m for m in note.markers if m.type == "signal" and is_tombstoned_signal(m, now)) if note.markers else ()
         status, path, move = arc.status, note.path, None
-        name = file_name(arc.cluster_id)
         if managed:
+            name = file_name(arc.cluster_id)
             already_graduated = arc.status == "graduated" and note.path.startswith(GRADUATED_ROOTS)
             if (
                 not already_graduated
                 and id(note) not in chosen
                 and heat <= s.graduate_heat
-                and max(0.0, (now - last_active).total_seconds() / 86400) > s.graduate_days
+                and now - last_active > idle_limit
             ):
                 status, move = "graduated", "graduated"
                 path = f"{graduation_folder(arc.region)}/{name}"
@@ -287,8 +296,10 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 path, move = f"{CONSCIOUS}/{name}", "promoted"
             elif id(note) not in chosen and conscious:
                 path, move = f"{UNCONSCIOUS}/{name}", "demoted"
-        out.arcs[arc.cluster_id] = ArcDecision(note, heat, status, path, move, drops, horizons.get(id(note)),
-                                               last_active)
+        decision = _new(ArcDecision)  # ArcDecision(...) without its generated __init__: 10 000 a pass
+        decision.__dict__.update(note=note, heat=heat, status=status, path=path, move=move, drop_signals=drops,
+                                 next_change=horizons.get(id(note)), last_active=last_active)
+        out.arcs[arc.cluster_id] = decision
     return out
 
 
