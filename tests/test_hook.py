@@ -319,7 +319,8 @@ def test_the_cwd_finds_the_project(projects: Path, cwd: str, project: str | None
     text = start(projects, cwd)
     if project is None:
         note, _, rest = text.partition("\n\n")
-        assert note.startswith("_No earlier sessions are recorded for ")  # names the folder, says why
+        assert note.startswith("# `")  # the feed's title names the folder and says why
+        assert "is new: no earlier sessions in `" in note
         assert rest.startswith("# Active alarms") and "# Hot arcs" in rest and "where we left off" not in rest
     else:
         assert text.startswith("# Active alarms")  # an active alarm reaches every session
@@ -349,7 +350,7 @@ def test_find_project_rules() -> None:
 def test_a_checkout_matched_by_name_is_told_whose_feed_it_gets(projects: Path) -> None:
     text = start(projects, "/mnt/ci/alpha-hotfix")
     first, _, rest = text.partition("\n\n")
-    assert first == "_This folder (`alpha-hotfix`) looks like a checkout of `alpha`; its feed follows._"
+    assert first == "# This folder (`alpha-hotfix`) looks like a checkout of `alpha`; its feed follows"
     assert rest.startswith("# Active alarms") and "# alpha: where we left off" in rest
     assert start(projects, "/home/u/src/alpha/lib").startswith("# Active alarms")  # a recorded root: no note
 

@@ -8,13 +8,15 @@ order, and only the sections that have something to say:
 1. where we left off: one line with the latest real arc's title, branch, last prompt and files
    in play; open todos; unresolved errors;
 2. signals: this project's open signals, and critical / nuclear ones from anywhere;
-3. recent work here: the three arcs before the latest (title, what, main files), real work
+3. recent work here: the two arcs before the latest (title, what, main files), real work
    before single-turn scripted runs; a row whose title only repeats the project and whose
    files are all listed above is left out;
-4. lessons and decisions from ``@lesson`` / ``@decision`` markers in this project's arcs (a
-   mined decision that is a question or a request to the agent is left out);
+4. lessons and decisions from ``@lesson`` / ``@decision`` markers in this project's arcs, one
+   dated line per arc (a mined decision that is a question or a request to the agent is left
+   out);
 5. used here recently: files, commands, identifiers and errors, aggregated over the recent
-   arcs and ranked;
+   arcs and ranked; an identifier the files or commands name, or an error name a lesson or
+   the handoff gives, is not repeated, and a list left empty is no line;
 6. injected context: this project's ``@inject`` blocks, operator notes', and ``target=all``.
 
 Each file is fitted to ``feed_token_budget`` on its own (it replaces the global feed for
@@ -51,7 +53,7 @@ INDEX = f"{FOLDER}/index.json"
 INDEX_VERSION = 1
 PRIORITY = 50
 #: Arcs listed under "recent work", and arcs whose work lists are aggregated.
-RECENT_ARCS = 3
+RECENT_ARCS = 2
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
 MAX_FILES, FILES_PER_LINE = 36, 12
@@ -76,7 +78,7 @@ HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
     "Injected context",
 )
 #: The global ``recent-work.md`` (sessions outside every known project): its rows.
-RECENT_WORK, RECENT_WORK_ARCS, RECENT_WORK_AGGREGATE = "recent-work.md", 5, 8
+RECENT_WORK, RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = "recent-work.md", 5, AGGREGATE_ARCS
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[Project
         project = (arc.project or "").strip()
         if project.lower() in UNKNOWN_PROJECTS:
             continue
-        last = last_active_of(decision.note)
+        last = decision.last_active or last_active_of(decision.note)  # decided already: no second parse
         one_shot = is_one_shot(arc, created_of(decision.note), last)
         by_project.setdefault(project, []).append(ProjectArc(decision, arc, last, one_shot))
     for arcs in by_project.values():
@@ -158,6 +160,18 @@ def ranked(lists: Iterable[Sequence[str]], limit: int) -> list[str]:
             scores[item] = scores.get(item, 0.0) + weight / (1 + 0.1 * position)
     order = {item: index for index, item in enumerate(scores)}
     return sorted(scores, key=lambda item: (-scores[item], order[item]))[:limit]
+
+
+def shared_first(lists: Sequence[Sequence[str]], limit: int) -> list[str]:
+    """Items of several projects' ranked lists (most recently active project first): those more
+    projects use first (the operator's habits, likely in a new project too), then by
+    :func:`ranked`."""
+    users: dict[str, int] = {}
+    for items in lists:
+        for item in set(items):
+            users[item] = users.get(item, 0) + 1
+    order = {item: index for index, item in enumerate(ranked(lists, len(users)))}
+    return sorted(users, key=lambda item: (-users[item], order[item]))[:limit]
 
 
 def code_list(items: Iterable[str]) -> str:
@@ -218,14 +232,15 @@ def _priority(value: str | None) -> int:
         return 9
 
 
-def arc_line(pa: ProjectArc, *, with_project: bool) -> str:
-    """``- 2026-11-20 · [project ·] title — summary; files: a, b`` for one arc."""
+def arc_line(pa: ProjectArc, *, with_project: bool, files: Sequence[str] | None = None) -> str:
+    """``- 2026-11-20 · [project ·] title — summary; files: a, b`` for one arc (``files``: the
+    arc's own main files unless given)."""
     arc = pa.arc
     what = _text(arc.title, 100)
     if arc.summary:
         what += f" — {_text(arc.summary, 160)}"
     project = f"{_text(arc.project or '', 60)} · " if with_project else ""
-    main_files = files_in_play(arc)[:ARC_FILES]
+    main_files = files_in_play(arc)[:ARC_FILES] if files is None else list(files)
     files = f"; files: {code_list(_text(f, 80) for f in main_files)}" if main_files else ""
     scripted = " (one-shot run)" if pa.scripted else ""
     return f"- {pa.last_active.date().isoformat()} · {project}{what}{scripted}{files}"
@@ -238,9 +253,10 @@ def fallback_title(arc: ArcInfo) -> bool:
     return bool(project) and (title == project or title.startswith((f"{project}:", f"{project} session")))
 
 
-def adds_something(pa: ProjectArc, shown_files: set[str]) -> bool:
+def adds_something(pa: ProjectArc, shown_files: set[str], files: Sequence[str] | None = None) -> bool:
     """A row is worth a line unless its title repeats the project and its files are all listed already."""
-    return not fallback_title(pa.arc) or not set(files_in_play(pa.arc)[:ARC_FILES]) <= shown_files
+    own = files_in_play(pa.arc)[:ARC_FILES] if files is None else files
+    return not fallback_title(pa.arc) or not set(own) <= shown_files
 
 
 def recent_work(arcs: list[ProjectArc]) -> list[FeedItem]:
@@ -263,30 +279,42 @@ def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[Project
 
 def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> FeedFile:
     """``recent-work.md``: the latest real work across projects, for a session outside every
-    known project (the global feed)."""
+    known project (the global feed). One row per project, most recently active first: its
+    latest arc and the files its recent arcs worked on most, so one busy project does not fill
+    the list; then the commands and errors, those several projects share first."""
     feed = FeedFile(RECENT_WORK, "Recent Work", 6, "info", date, s.feed_ttl_seconds,
                     "# Recent work across projects\n")
+    per_project: dict[str, list[ProjectArc]] = {}
+    for pa in latest[:RECENT_WORK_AGGREGATE]:
+        per_project.setdefault(pa.arc.project or "", []).append(pa)
     listed: set[str] = set()
-    for pa in latest[:RECENT_WORK_ARCS]:
-        if adds_something(pa, listed):
-            feed.items.append(FeedItem(arc_line(pa, with_project=True), RANK_RECENT))
-        listed.update(files_in_play(pa.arc)[:ARC_FILES])
-    shown = list(latest[:RECENT_WORK_AGGREGATE])  # commands and errors travel between projects
-    commands = ranked((pa.arc.commands for pa in shown), MAX_COMMANDS)
+    for arcs in list(per_project.values())[:RECENT_WORK_PROJECTS]:
+        files = [f for f in ranked((files_in_play(pa.arc) for pa in arcs), ARC_FILES)]
+        if adds_something(arcs[0], listed, files):
+            feed.items.append(FeedItem(arc_line(arcs[0], with_project=True, files=files), RANK_RECENT))
+        listed.update(files)
+    commands = shared_first([ranked((pa.arc.commands for pa in arcs), MAX_COMMANDS) for arcs in per_project.values()],
+                            MAX_COMMANDS)
     if commands:
         feed.items.append(FeedItem(f"- Commands lately: {code_list(_text(c, 80) for c in commands)}", RANK_RECENT))
-    errors = error_names(shown)
+    errors = shared_first([error_names(arcs) for arcs in per_project.values()], MAX_ERROR_NAMES)
     if errors:
         feed.items.append(FeedItem(f"- Errors lately: {code_list(errors)}", RANK_RECENT))
     return feed
 
 
 def lessons(arcs: list[ProjectArc]) -> list[FeedItem]:
-    """Lessons, then decisions, of the most recent arcs: a few that still apply, not the archive."""
-    found: dict[str, list[str]] = {"lesson": [], "decision": []}
+    """Lessons, then decisions, of the most recent arcs: a few that still apply, not the archive.
+    One arc's lessons share a line (``- Lessons (2026-11-21): A · B``): they are one piece of
+    work's outcome, and the date says how fresh they are."""
+    per_arc: list[tuple[str, list[str]]] = []
+    decisions: list[str] = []
+    seen: set[str] = set()
+    taken = 0
     for pa in arcs[:LESSON_ARCS]:
+        texts: list[str] = []
         for marker in pa.decision.note.markers:
-            if marker.type not in found or not marker.text:
+            if marker.type not in ("lesson", "decision") or not marker.text:
                 continue
             text = _text(marker.text, 240)
             if marker.type == "decision":
@@ -294,12 +322,16 @@ def lessons(arcs: list[ProjectArc]) -> list[FeedItem]:
                     continue
                 date = marker.attr("date")
                 line = f"- Decision ({_text(date, 10)}): {text}" if date else f"- Decision: {text}"
-            else:
-                line = f"- Lesson: {text}"
-            if line not in found[marker.type]:
-                found[marker.type].append(line)
-    chosen = found["lesson"][:MAX_LESSONS]
-    chosen += found["decision"][:MAX_DECISIONS]
+                if line not in decisions:
+                    decisions.append(line)
+            elif text not in seen and taken < MAX_LESSONS:
+                seen.add(text)
+                texts.append(text)
+                taken += 1
+        if texts:
+            per_arc.append((pa.last_active.date().isoformat(), texts))
+    chosen = [f"- Lesson{'s' if len(texts) > 1 else ''} ({date}): {' · '.join(texts)}" for date, texts in per_arc]
+    chosen += decisions[:MAX_DECISIONS]
     return [FeedItem(line, RANK_LESSON, section=LESSONS) for line in chosen]
 
 
@@ -317,7 +349,23 @@ def decides(text: str) -> bool:
     return not is_question(text) and _REQUEST.match(text) is None
 
 
-def used_here(arcs: list[ProjectArc]) -> list[FeedItem]:
+def words_of(text: str) -> str:
+    """``text`` as a reader matches names in it: lower case, every run of other characters one
+    space, padded (``templates/index.html`` reads ``templates index html``)."""
+    return " " + " ".join(re.findall(r"[a-z0-9]+", text.lower())) + " "
+
+
+def said(item: str, shown: str) -> bool:
+    """``item`` already stands in ``shown`` (a :func:`words_of` text) as a whole-word phrase:
+    ``index.html`` in ``templates/index.html``, ``phx.server`` in ``mix phx.server``."""
+    key = words_of(item).strip()
+    return bool(key) and f" {key} " in shown
+
+
+def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[FeedItem]:
+    """Files, commands, identifiers and errors of the recent arcs, ranked; an identifier this
+    section's files or commands already name (``index.html`` beside ``templates/index.html``,
+    ``phx.server`` beside ``mix phx.server``) is not listed twice."""
     window = arcs[:AGGREGATE_ARCS]
     items = []
     shown = set(files_in_play(arcs[0].arc)) if arcs else set()
@@ -331,14 +379,25 @@ def used_here(arcs: list[ProjectArc]) -> list[FeedItem]:
     commands = ranked((pa.arc.commands for pa in window), MAX_COMMANDS)
     if commands:
         items.append(FeedItem(f"- Commands: {code_list(_text(c, 80) for c in commands)}", RANK_COMMANDS, section=USED))
-    identifiers = ranked((pa.arc.identifiers for pa in window), MAX_IDENTIFIERS)
+    listed = words_of("\n".join([*files, *commands]))
+    identifiers = [i for i in ranked((pa.arc.identifiers for pa in window), MAX_IDENTIFIERS * 2)
+                   if not said(i, listed)][:MAX_IDENTIFIERS]
     if identifiers:
         items.append(FeedItem(f"- Identifiers: {code_list(_text(i, 80) for i in identifiers)}", RANK_IDENTIFIERS,
                               section=USED))
-    errors = error_names(window)
+    # An error name is worth its own mention only where no lesson or unresolved error above
+    # already says what failed and how it was fixed.
+    told = shown_by(above, RANK_ERRORS_SEEN)
+    errors = [e for e in error_names(window) if not said(e, told)]
     if errors:
         items.append(FeedItem(f"- Errors seen: {code_list(errors)}", RANK_ERRORS_SEEN, section=USED))
     return items
+
+
+def shown_by(items: Sequence[FeedItem], rank: int) -> str:
+    """The words of the ``items`` that stay in the file as long as a line of ``rank`` does
+    (the budget cuts lower ranks first)."""
+    return words_of("\n".join(i.text for i in items if i.rank >= rank))
 
 
 _ERROR_NAME = re.compile(
@@ -375,14 +434,8 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     if mine:
         feed.severity = mine[0].severity or "info"
     inject_items = routed_for(project, injects, INJECTED)
-    feed.items = [
-        *handoff(project, arcs),
-        *signal_items,
-        *recent_work(arcs),
-        *lessons(arcs),
-        *used_here(arcs),
-        *inject_items,
-    ]
+    above = [*handoff(project, arcs), *signal_items, *recent_work(arcs), *lessons(arcs)]
+    feed.items = [*above, *used_here(arcs, above), *inject_items]
     fit_budget([feed], 0, s.feed_token_budget)
     return feed
 

@@ -52,7 +52,10 @@ _RUNNERS = {
 }
 _INTERPRETERS = frozenset({"python", "python3", "python2", "node", "ruby", "perl", "deno", "php", "pypy3",
                            "bash", "sh", "zsh"})
-_PREFIXES = frozenset({"sudo", "time", "nohup", "exec", "command", "env", "builtin", "then", "do", "else", "!"})
+_PREFIXES = frozenset({"sudo", "time", "nohup", "exec", "command", "env", "builtin", "then", "do", "else", "!",
+                       "if", "elif", "while", "until"})
+#: Shell syntax that opens or closes a compound command (``for d in …; do …; done``): no program.
+_SHELL_SYNTAX = frozenset({"for", "select", "case", "esac", "done", "fi", "function", "in", "[[", "]]"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9._:/+-]{0,40}$")
 _FILE_ARG = re.compile(r"^(?:[\w.~-]*/)*(?P<name>[\w-][\w.-]*)$")
@@ -194,7 +197,7 @@ def command_keys(command: str) -> list[str]:
             words = words[1:]
         if words and words[0] == "timeout":
             words = words[2:]
-        if not words:
+        if not words or words[0] in _SHELL_SYNTAX:
             continue
         program = _program(words[0])
         if program in SHELL_UTILITIES or not _WORD.match(program) or program.startswith("-"):

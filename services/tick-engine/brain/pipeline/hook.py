@@ -323,8 +323,7 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own) if s is not None]
             if cwd and found is not None and not found[1] and folder_name(cwd).lower() != project.lower():
-                notes.append(f"_This folder (`{folder_name(cwd)[:80]}`) looks like a checkout of `{project[:80]}`; "
-                             f"its feed follows._")
+                notes.append(checkout_note(folder_name(cwd), project))
     if project is None:
         sections = read_feed(folder)
         if index is not None:
@@ -376,10 +375,15 @@ def folder_name(cwd: str) -> str:
 
 
 def new_project_note(cwd: str) -> str:
-    """One line for a session the index knows nothing about: it names the folder, so the agent
-    knows the feed below is the fleet's, not this project's."""
-    return (f"_No earlier sessions are recorded for `{folder_name(cwd)[:80]}` (`{repository_path(cwd)[:200]}`); "
-            f"below is what the other projects did lately._")
+    """The title of the feed a session the index knows nothing about gets: it names the folder,
+    so the agent knows the feed below is the fleet's, not this project's."""
+    return (f"# `{folder_name(cwd)[:80]}` is new: no earlier sessions in `{repository_path(cwd)[:200]}`; "
+            f"the other projects' recent work follows")
+
+
+def checkout_note(folder: str, project: str) -> str:
+    """The title over a project's feed sent to a folder matched by name, not by a recorded root."""
+    return f"# This folder (`{folder[:80]}`) looks like a checkout of `{project[:80]}`; its feed follows"
 
 
 def hook_answer(event: str, context: str) -> str:

@@ -1,0 +1,115 @@
+"""What earns a line in a project feed (issue 11, feed precision): a name once per section, an
+error name only where no lesson says it, one arc's lessons on one dated line, one row per project
+in the recent work a new project gets, and no shell syntax taken for a command."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from brain.core import feed, keeper
+from brain.core.model import Note, parse_note
+from brain.core.project_feed import said, shared_first, words_of
+from brain.core.worklog import command_keys
+from brain.settings import Settings
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def arc_note(cluster_id: str, body: str = "", project: str = "alpha", **meta: Any) -> Note:
+    front = {"cluster_id": cluster_id, "title": cluster_id, "status": "active", "created": "2026-11-20T10:00:00Z",
+             "last_active": "2026-11-21T10:00:00Z", "project": project, "source_sessions": ["s"], **meta}
+    lines = "".join(f"{k}: {json.dumps(v)}\n" for k, v in front.items())
+    data = f"---\n{lines}---\n# T\n\n{body}".encode()
+    return parse_note(f"clusters/2026-11-20/{cluster_id}.md", data, size=len(data), mtime_ns=0,
+                      sha1=hashlib.sha1(data).hexdigest())
+
+
+def rendered(notes: list[Note], name: str = "projects/alpha.md") -> str:
+    s = Settings()
+    decisions = keeper.decide(notes, NOW, s)
+    built = feed.build_feed(feed.FeedInputs(notes=tuple(notes), decisions=decisions.arcs, now=NOW, settings=s))
+    return next(f.render() for f in built.files if f.name == name)
+
+
+def lines_starting(text: str, prefix: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(prefix)]
+
+
+def test_an_identifier_the_files_or_commands_already_name_is_not_listed_again() -> None:
+    older = arc_note("2026-11-19-a-0123456789c1", title="Render the index", created="2026-11-19T09:00:00Z",
+                     last_active="2026-11-19T10:00:00Z", files=["templates/index.html"],
+                     commands=["mix phx.server"], identifiers=["index.html", "phx.server", "render_index"])
+    latest = arc_note("2026-11-21-b-0123456789c2", title="Fix the parser", files=["lib/parse.py"])
+    text = rendered([latest, older])
+    assert lines_starting(text, "- Identifiers:") == ["- Identifiers: `render_index`"]
+    only_repeats = arc_note("2026-11-19-a-0123456789c1", title="Render the index", created="2026-11-19T09:00:00Z",
+                            last_active="2026-11-19T10:00:00Z", files=["templates/index.html"],
+                            commands=["mix phx.server"], identifiers=["index.html", "phx.server"])
+    assert lines_starting(rendered([latest, only_repeats]), "- Identifiers") == []  # nothing new: no line
+
+
+def test_an_error_name_a_lesson_already_gives_is_not_repeated_and_an_empty_list_is_no_line() -> None:
+    lesson = ("<!-- @lesson source=s:3 -->\n`uv run pytest` failed with KeyError; fixed by editing `lib/parse.py`."
+              "\n<!-- @/lesson -->\n")
+    latest = arc_note("2026-11-21-b-0123456789c3", lesson, title="Fix the parser", files=["lib/parse.py"])
+    older = arc_note("2026-11-19-a-0123456789c4", title="Schema", created="2026-11-19T09:00:00Z",
+                     last_active="2026-11-19T10:00:00Z", open_errors=["ValidationError: bad date"])
+    assert lines_starting(rendered([latest, older]), "- Errors seen:") == ["- Errors seen: `ValidationError`"]
+    text = rendered([latest])
+    assert "KeyError" in text and lines_starting(text, "- Errors seen") == []
+
+
+def test_one_arcs_lessons_share_one_dated_line() -> None:
+    body = "".join(f"<!-- @lesson source=s:{i} -->\n{text}\n<!-- @/lesson -->\n" for i, text in enumerate(
+        ["`act` failed; fixed by editing `ci.yml`.", "A change to `ci.yml` was reverted: it did not hold."]))
+    older = arc_note("2026-11-19-a-0123456789c5", "<!-- @lesson source=t:1 -->\n`make lint` failed; fixed by "
+                     "editing `setup.cfg`.\n<!-- @/lesson -->\n", title="Lint", created="2026-11-19T09:00:00Z",
+                     last_active="2026-11-19T10:00:00Z")
+    text = rendered([arc_note("2026-11-21-b-0123456789c6", body, title="CI", files=["ci.yml"]), older])
+    assert lines_starting(text, "- Lesson") == [
+        "- Lessons (2026-11-21): `act` failed; fixed by editing `ci.yml`. · A change to `ci.yml` was reverted: "
+        "it did not hold.",
+        "- Lesson (2026-11-19): `make lint` failed; fixed by editing `setup.cfg`.",
+    ]
+
+
+def test_recent_work_for_a_new_project_is_one_row_per_project_with_its_files_across_arcs() -> None:
+    notes = [
+        arc_note("2026-11-21-a-0123456789c7", title="Timeline filter", project="log",
+                 files=["templates/timeline.html"], created="2026-11-21T08:00:00Z", last_active="2026-11-21T09:00:00Z"),
+        arc_note("2026-11-15-a-0123456789c8", title="CI workflow", project="log", files=["converter.py", "ci.yml"],
+                 created="2026-11-15T08:00:00Z", last_active="2026-11-15T09:00:00Z"),
+        arc_note("2026-11-20-a-0123456789c9", title="Tokenizer page", project="site", files=["public/tokenizer.js"],
+                 created="2026-11-20T08:00:00Z", last_active="2026-11-20T09:00:00Z"),
+    ]
+    rows = lines_starting(rendered(notes, "recent-work.md"), "- 2026")
+    assert rows == [
+        "- 2026-11-21 · log · Timeline filter; files: `templates/timeline.html`, `converter.py`, `ci.yml`",
+        "- 2026-11-20 · site · Tokenizer page; files: `public/tokenizer.js`",
+    ]
+
+
+def test_commands_several_projects_share_come_first() -> None:
+    assert shared_first([["tool new"], ["uv run pytest", "tool b"], ["uv run pytest"]], 3) == [
+        "uv run pytest", "tool new", "tool b"]
+
+
+@pytest.mark.parametrize(("line", "keys"), [
+    ("for d in a b; do uv run pytest $d; done", ["uv run pytest"]),
+    ("if npm test; then echo ok; fi", ["npm test"]),
+    ("while true; do mix test; done", ["mix test"]),
+    ("for f in *.py\ndo ruff check $f\ndone", ["ruff check"]),
+])
+def test_shell_syntax_is_not_a_command(line: str, keys: list[str]) -> None:
+    assert command_keys(line) == keys
+
+
+def test_said_matches_whole_words_like_a_reader() -> None:
+    shown = words_of("- Files: `templates/index.html`\n- Commands: `mix phx.server`")
+    assert said("index.html", shown) and said("phx.server", shown) and said("PHX.server", shown)
+    assert not said("dex.html", shown) and not said("server.ex", shown) and not said("", shown)
