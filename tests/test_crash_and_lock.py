@@ -247,3 +247,33 @@ def datetime_now() -> Any:
     from datetime import UTC, datetime
 
     return datetime(2026, 11, 21, 12, tzinfo=UTC)
+
+
+def test_two_plans_writing_one_file_in_one_transaction_both_land(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first commit's old image is unlinked in the background; the second plan stages to the
+    same temp path and must never see its staged file vanish (a spurious "deleted" conflict)."""
+    from brain.core.plan import Plan, WriteFile
+    from brain.core.timeutil import require_instant
+    from brain.io import writer
+    from brain.io.transaction import transaction
+
+    real_unlink = writer._unlink_quietly
+
+    def slow_unlink(path: str) -> None:  # a busy disk: the old images are still going when the next plan stages
+        time.sleep(0.01)
+        real_unlink(path)
+
+    monkeypatch.setattr(writer, "_unlink_quietly", slow_unlink)
+
+    vault = init_vault(tmp_path / "v")
+    paths = [f"notes/n{i}.md" for i in range(80)]  # enough for the parallel and syncfs paths
+    for rel in paths:
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text("zero\n")
+    with transaction(vault, "tick", "t-1", require_instant(NOW)) as tx:
+        for round_ in ("one", "two", "three"):
+            result = tx.apply(Plan([WriteFile(rel, f"{round_} {rel}\n".encode(), owned=True) for rel in paths]))
+            assert not result.problems and sorted(result.written) == sorted(paths), result.problems[:3]
+    assert all((vault / rel).read_text() == f"three {rel}\n" for rel in paths)
+    assert not [p for p in (vault / "notes").iterdir() if p.name.endswith(".brain-tmp")]  # no old image left

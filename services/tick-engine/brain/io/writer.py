@@ -384,6 +384,7 @@ def _stage(jobs: list[tuple[Path, bytes]]) -> None:
     Many files: one ``syncfs`` per filesystem involved (far cheaper than thousands of
     fsyncs); few files, or no syncfs: an fsync per file, in parallel.
     """
+    flush_discards()  # an old image still waiting at a temp path this plan stages to must go first
     for job in jobs:  # sequential: parallel creates only contend for the folder locks
         _write_only(job)
     if len(jobs) >= SYNCFS_THRESHOLD:
