@@ -78,9 +78,14 @@ class KeeperDecisions:
     dated_badly: set[str] = field(default_factory=set)
     remembered: int = 0  # arcs whose heat came from the memo, not recomputed
     fresh: set[str] = field(default_factory=set)  # cluster_ids decided without the memo (with horizon)
+    _changed: tuple[int, list[ArcDecision]] | None = field(default=None, repr=False, compare=False)
 
     def changed(self) -> list[ArcDecision]:
-        return [d for d in self.arcs.values() if d.changes_file]
+        """The decisions that change a file (worked out once: planner, diff and verify all ask)."""
+        cached = self._changed
+        if cached is None or cached[0] != len(self.arcs):
+            cached = self._changed = (len(self.arcs), [d for d in self.arcs.values() if d.changes_file])
+        return list(cached[1])
 
     def count(self, move: str) -> int:
         return sum(1 for d in self.arcs.values() if d.move == move)
