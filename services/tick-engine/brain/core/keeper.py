@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from brain.core import frontmatter, markers
 from brain.core.heat import (
@@ -124,8 +125,7 @@ def is_tombstoned_signal(marker: Marker, now: datetime) -> bool:
     return cleared_at is None or cleared_at < now
 
 
-@dataclass(frozen=True)
-class Remembered:
+class Remembered(NamedTuple):
     """What a keeper pass decided for one arc's exact content, and until when it holds.
 
     Heat is a step function of time (:func:`brain.core.heat.next_change`): for the same bytes

@@ -231,7 +231,7 @@ def _load_memo(vault: Path, s: Settings) -> dict[str, Remembered]:
     if not (isinstance(raw, tuple) and len(raw) == 2 and raw[0] == _settings_digest(s) and isinstance(raw[1], dict)):
         return {}
     try:
-        return {path: Remembered(*row) for path, row in raw[1].items()}
+        return {path: Remembered._make(row) for path, row in raw[1].items()}
     except TypeError:
         return {}
 
@@ -243,7 +243,7 @@ def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: S
     if decisions.remembered == live == len(before) and not snapshot.delta:
         return  # every arc came from the memo and none was written: it is still the one on disk
     memo = remembered(decisions, snapshot.notes, now, before)
-    rows = {path: (e.sha1, e.decided, e.until, e.heat, e.last_active, e.dated_badly) for path, e in memo.items()}
+    rows = {path: tuple(entry) for path, entry in memo.items()}
     with contextlib.suppress(OSError):
         atomic_write(vault / MEMO_FILE, marshal.dumps((_settings_digest(s), rows)))
 
@@ -669,7 +669,8 @@ def verify_written(
                                         if p in snapshot.notes})
         reread = len(updated)
         snapshot = snapshot.with_changes(updated)
-    failures.extend(_duplicate_failures(snapshot))
+    if dry_run:
+        failures.extend(_duplicate_failures(snapshot))
     written = set(result.written) | {dst for _, dst in result.moved}
     for path in sorted(written):
         found = snapshot.notes.get(path)
@@ -679,6 +680,10 @@ def verify_written(
     if dry_run:
         return snapshot, reread, failures
     check = decide(snapshot.notes.values(), now, s, reuse=decided)
+    failures[:0] = [  # the second pass groups the arcs by cluster_id anyway: no separate walk for duplicates
+        Problem(paths[0], None, f"verify: cluster_id {cid} is in {len(paths)} files: " + ", ".join(paths))
+        for cid, paths in sorted(check.duplicates.items())
+    ]
     conscious = _conscious(check)
     if conscious > s.conscious_cap:
         failures.append(Problem("frontal-lobe/conscious", None,
