@@ -157,7 +157,7 @@ class Settings:
     recall_max_hits: int = _opt(3, "Prompt-time recall adds at most this many hits.", group="recall")
     recall_token_budget: int = _opt(300, "Token budget of the prompt-time recall (characters / 4).", group="recall")
     recall_min_score: float = _opt(
-        6.0, "Prompt-time recall leaves out hits scoring below this (BM25, higher is better).", group="recall"
+        4.0, "Prompt-time recall leaves out hits scoring below this (BM25, higher is better).", group="recall"
     )
 
     # ----------------------------------------------------------------------------------

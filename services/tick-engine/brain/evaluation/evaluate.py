@@ -56,6 +56,7 @@ class TargetResult:
     knowable: frozenset[str]
     feeds: Mapping[str, str]
     scores: Mapping[str, m.FeedScore]
+    recall_alone: m.FeedScore | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Evaluation:
     warnings: tuple[str, ...]
     #: brain+recall - brain on R_kn: what prompt-time recall adds over the boot feed alone.
     recall_gain: m.Comparison | None = None
+    #: Diagnostic: recall's credited items alone, without the boot feed (what recall carries on its own).
+    recall_alone: m.Aggregate | None = None
 
 
 def read_all_needs(sources: LogSources, universe: Sequence[Session]) -> tuple[dict[str, SessionNeeds], dict[str, SessionFiles], list[str]]:
@@ -130,11 +133,16 @@ def evaluate(
         # the prompt did not name itself), on top of the boot feed it was added to.
         scores[BRAIN_RECALL] = m.score_feed(target_run.feed, needed, known, target.project, terms, earlier_terms,
                                             recall=target_run.recalls, prompt_keys=needs[target.id].prompt_keys)
-        results.append(TargetResult(target, target_run.cutoff, len(target_run.history), needed, known, feeds, scores))
+        alone = m.score_feed("", needed, known, target.project, terms, earlier_terms,
+                             recall=target_run.recalls, prompt_keys=needs[target.id].prompt_keys)
+        results.append(TargetResult(target, target_run.cutoff, len(target_run.history), needed, known, feeds, scores,
+                                    alone))
     rows = {name: [m.Scored(r.session.id, r.session.project, r.scores[name]) for r in results] for name in FEEDS}
     aggregates = {name: m.aggregate(rows[name]) for name in FEEDS}
     comparisons = tuple(m.compare(rows[BRAIN], rows[name], name) for name in bl.BASELINES)
     verdict = m.verdict(aggregates[BRAIN], aggregates[bl.EMPTY], comparisons)
     recall_gain = m.compare(rows[BRAIN_RECALL], rows[BRAIN], BRAIN)
+    recall_alone = m.aggregate([m.Scored(r.session.id, r.session.project, r.recall_alone) for r in results
+                                if r.recall_alone is not None])
     return Evaluation(request, len(universe), tuple(results), aggregates, comparisons, verdict, tuple(warnings),
-                      recall_gain)
+                      recall_gain, recall_alone)

@@ -93,6 +93,10 @@ def human(evaluation: Evaluation) -> str:
                 f"{_num(plus.r_kn_session)}: {_num(gain.mean_session)} CI {_ci(gain.ci_session)}; "
                 f"W/T/L {gain.wins}/{gain.ties}/{gain.losses}; +{_num(recall_tokens(evaluation), 0)} tokens a session: "
                 f"{'adds recall' if gain.verdict == 'better' else gain.verdict}"]
+        alone = evaluation.recall_alone
+        if alone is not None:
+            out.append(f"  diagnostic: recall alone (no boot feed) carries R_kn/proj {_num(alone.r_kn_project)}, "
+                       f"R_kn/sess {_num(alone.r_kn_session)}, precision {_num(alone.precision)}")
     out += ["", f"Verdict: {evaluation.verdict.line()}"]
     for warning in evaluation.warnings:
         out.append(f"warning: {warning}")
@@ -188,7 +192,8 @@ def as_json(evaluation: Evaluation) -> str:
         },
         "comparisons": {c.baseline: _comparison(c) for c in evaluation.comparisons},
         "recall_gain": (None if evaluation.recall_gain is None else
-                        {**_comparison(evaluation.recall_gain), "tokens_added": _round(recall_tokens(evaluation))}),
+                        {**_comparison(evaluation.recall_gain), "tokens_added": _round(recall_tokens(evaluation)),
+                         "alone": None if evaluation.recall_alone is None else _aggregate(evaluation.recall_alone)}),
         "verdict": {"useless": evaluation.verdict.useless, "against": dict(evaluation.verdict.against),
                     "line": evaluation.verdict.line()},
         "warnings": list(evaluation.warnings),

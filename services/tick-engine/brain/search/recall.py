@@ -51,7 +51,8 @@ def recall_for_prompt(vault: Path, prompt: str, seen: set[str], settings: Settin
         work = index.project_work(vault, project)
         if work is None or not work.work:
             continue
-        line = project_line(work, prompt_words(text), per_line)
+        # A named project is the prompt's clearest pointer: its line may take half the budget.
+        line = project_line(work, prompt_words(text), max(per_line, budget // 2))
         if sum(len(x) + 1 for x in lines) + len(line) + 1 > budget:
             continue
         lines.append(line)
