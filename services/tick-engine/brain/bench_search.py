@@ -7,7 +7,10 @@
   the worst case, one word found in nearly every arc, is printed apart;
 - refresh: re-indexing after 1 % of the arcs changed, given the notes of the scan the tick does
   anyway (timed apart);
-- prompt-submit with recall: ``brain hook prompt-submit`` as a subprocess, wall time.
+- prompt-submit with recall: ``brain hook prompt-submit`` as a subprocess, wall time (the prompt
+  matches the planted lesson and names another project, so both kinds of recall line are built).
+
+Every arc carries frontmatter work items (files, commands, errors, identifiers) like real arcs.
 
 Usage: ``python -m brain.bench_search [--arcs N]`` (``make bench`` calls :func:`run`).
 """
@@ -87,6 +90,17 @@ def _sentence(rng: random.Random, n: int) -> str:
     return " ".join(words(rng, n)).capitalize() + "."
 
 
+def work_fields(i: int) -> str:
+    """The arc's frontmatter work items (CLUSTERS.md), as real arcs carry them: eight files under
+    the project's checkout, two commands, an open error on some, an identifier. Derived from ``i``
+    alone, so the rest of the generated text does not change with them."""
+    topic = TOPICS[i % 10]
+    files = "".join(f"- /src/{topic}/src/{VOCABULARY[(i * 31 + k * 97) % len(VOCABULARY)]}.py\n" for k in range(8))
+    errors = "\n- TimeoutError" if i % 7 == 0 else " []"
+    return (f"cwd: /src/{topic}\nfiles:\n{files}commands:\n- make test\n- uv run pytest\n"
+            f"open_errors:{errors}\nidentifiers:\n- {topic}_{VOCABULARY[(i * 17) % len(VOCABULARY)]}\n")
+
+
 def arc_text(i: int, rng: random.Random, *, lesson: str | None = None, heat: int | None = None) -> str:
     topic = TOPICS[i % 10]
     month, day = 1 + i % 11, 1 + i % 28
@@ -99,7 +113,7 @@ def arc_text(i: int, rng: random.Random, *, lesson: str | None = None, heat: int
         f"heat: {heat if heat is not None else i % 11}\ncreated: '2026-{month:02d}-{day:02d}T09:00:00Z'\n"
         f"last_active: '2026-{month:02d}-{day:02d}T18:00:00Z'\nproject: {topic}\nsource_sessions:\n- {i:08x}-a\n"
         f"activity:\n  sessions: 1\n  user_turns: 20\n  tool_calls: 40\n  errors: 1\n  joy: 0\n  compactions: 0\n"
-        f"synthesized: false\n---\n# {topic.title()} work {i}\n\n## Ignition\n\n> {_sentence(rng, 10)}\n\n"
+        f"synthesized: false\n{work_fields(i)}---\n# {topic.title()} work {i}\n\n## Ignition\n\n> {_sentence(rng, 10)}\n\n"
         f"## Timeline\n\n- {_sentence(rng, 14)}\n- {_sentence(rng, 14)}\n\n"
         f"## Lessons\n\n<!-- @lesson -->\n{lesson}\n<!-- @/lesson -->\n\n{signal}"
         f"## Resolution\n\n{_sentence(rng, 16)}\n\n## Source sessions\n\n- {i:08x}-a\n"
@@ -210,7 +224,7 @@ def _prompt_submit(vault: Path, work: Path, runs: int = 15) -> dict[str, Any]:
     for n in range(runs):
         for label, env in envs.items():
             payload = json.dumps({"session_id": f"bench-{label}-{n}", "cwd": str(work),
-                                  "prompt": PLANTED_QUERY + " again?"})
+                                  "prompt": PLANTED_QUERY + " again? compare /src/billing"})
             t = time.perf_counter()
             result = subprocess.run([*_hook_command(), "hook", "prompt-submit"], input=payload,
                                     capture_output=True, text=True, env=env, check=False)
