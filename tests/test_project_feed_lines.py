@@ -64,18 +64,20 @@ def test_an_error_name_a_lesson_already_gives_is_not_repeated_and_an_empty_list_
     assert "KeyError" in text and lines_starting(text, "- Errors seen") == []
 
 
-def test_one_arcs_lessons_share_one_dated_line() -> None:
+def test_one_arcs_lessons_share_one_dated_line_or_its_row() -> None:
     body = "".join(f"<!-- @lesson source=s:{i} -->\n{text}\n<!-- @/lesson -->\n" for i, text in enumerate(
         ["`act` failed; fixed by editing `ci.yml`.", "A change to `ci.yml` was reverted: it did not hold."]))
     older = arc_note("2026-11-19-a-0123456789c5", "<!-- @lesson source=t:1 -->\n`make lint` failed; fixed by "
                      "editing `setup.cfg`.\n<!-- @/lesson -->\n", title="Lint", created="2026-11-19T09:00:00Z",
                      last_active="2026-11-19T10:00:00Z")
     text = rendered([arc_note("2026-11-21-b-0123456789c6", body, title="CI", files=["ci.yml"]), older])
-    assert lines_starting(text, "- Lesson") == [
+    assert lines_starting(text, "- Lesson") == [  # the latest arc's, under the handoff
         "- Lessons (2026-11-21): `act` failed; fixed by editing `ci.yml`. · A change to `ci.yml` was reverted: "
         "it did not hold.",
-        "- Lesson (2026-11-19): `make lint` failed; fixed by editing `setup.cfg`.",
     ]
+    # an older arc with a row under recent work carries its lesson there: what was done and what it taught
+    assert lines_starting(text, "- 2026-11-19 · Lint") == [
+        "- 2026-11-19 · Lint; lesson: `make lint` failed; fixed by editing `setup.cfg`."]
 
 
 def test_recent_work_for_a_new_project_is_one_row_per_project_with_its_files_across_arcs() -> None:
@@ -113,3 +115,23 @@ def test_said_matches_whole_words_like_a_reader() -> None:
     shown = words_of("- Files: `templates/index.html`\n- Commands: `mix phx.server`")
     assert said("index.html", shown) and said("phx.server", shown) and said("PHX.server", shown)
     assert not said("dex.html", shown) and not said("server.ex", shown) and not said("", shown)
+
+
+def test_an_older_arcs_decision_rides_on_its_row_and_the_latest_arcs_stays_under_lessons() -> None:
+    decision = "<!-- @decision date=2026-11-19 -->\nUse the vis library for `group.visible`.\n<!-- @/decision -->\n"
+    older = arc_note("2026-11-19-a-0123456789d1", decision, title="Timeline filter", files=["timeline.html"],
+                     created="2026-11-19T09:00:00Z", last_active="2026-11-19T10:00:00Z")
+    latest = arc_note("2026-11-21-b-0123456789d2", title="Cache check", files=["cache.py"])
+    text = rendered([latest, older])
+    assert lines_starting(text, "- 2026-11-19") == [
+        "- 2026-11-19 · Timeline filter; files: `timeline.html`; decision (2026-11-19): Use the vis library for "
+        "`group.visible`."]
+    assert "## Lessons and decisions" not in text  # nothing left for the section: no heading
+    text = rendered([arc_note("2026-11-21-b-0123456789d2", decision, title="Cache check"), older])
+    assert lines_starting(text, "- Decision (2026-11-19): Use the vis library") != []
+
+
+def test_the_handoff_quotes_the_last_prompt_without_pasted_rules_or_placeholders() -> None:
+    prompt = "A couple of tests are unhappy now:\\\n\\\n______________________ test_row_expansion ____\n[Image #1]"
+    text = rendered([arc_note("2026-11-21-b-0123456789d3", title="Fix lint", last_prompt=prompt)])
+    assert '— stopped at: "A couple of tests are unhappy now: test_row_expansion"' in text

@@ -8,12 +8,12 @@ order, and only the sections that have something to say:
 1. where we left off: one line with the latest real arc's title, branch, last prompt and files
    in play; open todos; unresolved errors;
 2. signals: this project's open signals, and critical / nuclear ones from anywhere;
-3. recent work here: the two arcs before the latest (title, what, main files), real work
-   before single-turn scripted runs; a row whose title only repeats the project and whose
-   files are all listed above is left out;
-4. lessons and decisions from ``@lesson`` / ``@decision`` markers in this project's arcs, one
-   dated line per arc (a mined decision that is a question or a request to the agent is left
-   out);
+3. recent work here: the two arcs before the latest (title, what, main files, and the
+   lessons and decision that arc taught), real work before single-turn scripted runs; a row
+   whose title only repeats the project and whose files are all listed above is left out;
+4. lessons and decisions from ``@lesson`` / ``@decision`` markers of the recent arcs without
+   a row (the latest, mostly), one dated line per arc (a mined decision that is a question or
+   a request to the agent is left out);
 5. used here recently: files, commands, identifiers and errors, aggregated over the recent
    arcs and ranked; an identifier the files or commands name, or an error name a lesson or
    the handoff gives, is not repeated, and a list left empty is no line;
@@ -189,8 +189,9 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
     what = _text(arc.summary or arc.title, 120)
     where = f" on branch `{_text(arc.branch, 60)}`" if arc.branch else ""
     line = f"- Last session ({when}{where}): {what}"
-    if arc.last_prompt and not _same_words(arc.last_prompt, what):
-        line += f" — stopped at: \"{_text(arc.last_prompt, 200)}\""
+    last = prompt_text(arc.last_prompt or "")
+    if last and not _same_words(last, what):
+        line += f" — stopped at: \"{_text(last, 200)}\""
     in_play = files_in_play(arc)
     if in_play:  # the session's files belong on its line: one line says what it did and where
         line += f"; files in play: {code_list(_text(f, 100) for f in in_play)}"
@@ -207,6 +208,16 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
         errors = "; ".join(error_text(e) for e in arc.open_errors[:MAX_ERRORS])
         items.append(FeedItem(f"- Unresolved errors: {errors}", RANK_HANDOFF, section=HANDOFF))
     return items
+
+
+#: What a pasted prompt carries that says nothing: escaped line breaks (``\\n``, a backslash
+#: before a newline), rule lines (``_____``, ``=====``) and image placeholders (``[Image #1]``).
+_PROMPT_NOISE = re.compile(r"\\n|\\\s|[_=*~#-]{4,}|\[Image #\d+\]")
+
+
+def prompt_text(prompt: str) -> str:
+    """A prompt as one clean line for the handoff (pasted test output keeps its words, not its rules)."""
+    return " ".join(_PROMPT_NOISE.sub(" ", prompt).split())
 
 
 def files_in_play(arc: ArcInfo) -> list[str]:
@@ -259,15 +270,26 @@ def adds_something(pa: ProjectArc, shown_files: set[str], files: Sequence[str] |
     return not fallback_title(pa.arc) or not set(own) <= shown_files
 
 
-def recent_work(arcs: list[ProjectArc]) -> list[FeedItem]:
+def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> list[FeedItem]:
+    """Rows for the arcs before the latest; a row carries its arc's lessons and decision: what
+    was done, where, and what it taught, on one line."""
     shown = set(files_in_play(arcs[0].arc)) if arcs else set()
     items: list[FeedItem] = []
     for pa in arcs[1 : RECENT_ARCS + 1]:
         if adds_something(pa, shown):
             rank = NEVER if len(items) < KEEP_TOP_ARCS - 1 else RANK_ARC
-            items.append(FeedItem(arc_line(pa, with_project=False), rank, section=RECENT))
+            line = arc_line(pa, with_project=False)
+            if learned is not None:
+                line += learned.on_row(pa.arc.cluster_id)
+            items.append(FeedItem(line, rank, section=RECENT))
         shown.update(files_in_play(pa.arc)[:ARC_FILES])
     return items
+
+
+def row_arcs(items: Sequence[FeedItem], arcs: Sequence[ProjectArc]) -> set[str]:
+    """Cluster ids of the arcs :func:`recent_work` gave a row."""
+    return {pa.arc.cluster_id for pa in arcs[1 : RECENT_ARCS + 1]
+            if any(item.text.startswith(arc_line(pa, with_project=False)) for item in items)}
 
 
 def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[ProjectArc]:
@@ -303,35 +325,59 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
     return feed
 
 
-def lessons(arcs: list[ProjectArc]) -> list[FeedItem]:
-    """Lessons, then decisions, of the most recent arcs: a few that still apply, not the archive.
-    One arc's lessons share a line (``- Lessons (2026-11-21): A · B``): they are one piece of
-    work's outcome, and the date says how fresh they are."""
-    per_arc: list[tuple[str, list[str]]] = []
-    decisions: list[str] = []
+def lesson_list(texts: Sequence[str]) -> str:
+    return f"lesson{'s' if len(texts) > 1 else ''}: {' · '.join(texts)}"
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What the most recent arcs taught, per arc (cluster id): a few lessons that still apply,
+    not the archive, and the latest decision (a mined one that is a question or a request to
+    the agent is left out)."""
+
+    lessons: Mapping[str, Sequence[str]]
+    decisions: Mapping[str, Sequence[str]]  # cluster id -> ``Decision (date): text`` (at most one in all)
+
+    def on_row(self, cluster_id: str) -> str:
+        """``; lesson: …; decision (date): …`` for an arc's row under recent work, or ""."""
+        parts = []
+        if self.lessons.get(cluster_id):
+            parts.append(lesson_list(self.lessons[cluster_id]))
+        parts += [d[0].lower() + d[1:] for d in self.decisions.get(cluster_id, ())]
+        return "".join(f"; {part}" for part in parts)
+
+
+def arc_lessons(arcs: list[ProjectArc]) -> Learned:
+    lessons: dict[str, list[str]] = {}
+    decisions: dict[str, list[str]] = {}
     seen: set[str] = set()
-    taken = 0
     for pa in arcs[:LESSON_ARCS]:
-        texts: list[str] = []
         for marker in pa.decision.note.markers:
             if marker.type not in ("lesson", "decision") or not marker.text:
                 continue
             text = _text(marker.text, 240)
             if marker.type == "decision":
-                if not decides(marker.text):
+                if decisions or not decides(marker.text):
                     continue
                 date = marker.attr("date")
-                line = f"- Decision ({_text(date, 10)}): {text}" if date else f"- Decision: {text}"
-                if line not in decisions:
-                    decisions.append(line)
-            elif text not in seen and taken < MAX_LESSONS:
+                decisions[pa.arc.cluster_id] = [f"Decision ({_text(date, 10)}): {text}" if date else f"Decision: {text}"]
+            elif text not in seen and len(seen) < MAX_LESSONS:
                 seen.add(text)
-                texts.append(text)
-                taken += 1
-        if texts:
-            per_arc.append((pa.last_active.date().isoformat(), texts))
-    chosen = [f"- Lesson{'s' if len(texts) > 1 else ''} ({date}): {' · '.join(texts)}" for date, texts in per_arc]
-    chosen += decisions[:MAX_DECISIONS]
+                lessons.setdefault(pa.arc.cluster_id, []).append(text)
+    return Learned(lessons, decisions)
+
+
+def lessons(arcs: list[ProjectArc], learned: Learned, on_rows: set[str]) -> list[FeedItem]:
+    """Lessons, then the decision, of the most recent arcs that have no row under recent work
+    (a row carries its own): one dated line per arc (``- Lessons (2026-11-21): A · B``), one
+    piece of work's outcome and how fresh it is."""
+    chosen = []
+    for pa in arcs[:LESSON_ARCS]:
+        texts = learned.lessons.get(pa.arc.cluster_id, ())
+        if texts and pa.arc.cluster_id not in on_rows:
+            label = "Lessons" if len(texts) > 1 else "Lesson"
+            chosen.append(f"- {label} ({pa.last_active.date().isoformat()}): {' · '.join(texts)}")
+    chosen += [f"- {d}" for cluster_id, ds in learned.decisions.items() if cluster_id not in on_rows for d in ds]
     return [FeedItem(line, RANK_LESSON, section=LESSONS) for line in chosen]
 
 
@@ -434,7 +480,9 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     if mine:
         feed.severity = mine[0].severity or "info"
     inject_items = routed_for(project, injects, INJECTED)
-    above = [*handoff(project, arcs), *signal_items, *recent_work(arcs), *lessons(arcs)]
+    learned = arc_lessons(arcs)
+    rows = recent_work(arcs, learned)
+    above = [*handoff(project, arcs), *signal_items, *rows, *lessons(arcs, learned, row_arcs(rows, arcs))]
     feed.items = [*above, *used_here(arcs, above), *inject_items]
     fit_budget([feed], 0, s.feed_token_budget)
     return feed
