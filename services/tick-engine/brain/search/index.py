@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the recall hook imports this module: yaml and the parsers l
     from brain.core.model import ArcInfo, Note
 
 DB_FILE = ".brain/search.sqlite"
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 #: Files under these folders are not indexed: agent notes waiting for the next tick.
 SKIPPED_PREFIXES = ("raw/inbox/",)
 BODY_MAX_CHARS = 200_000
@@ -61,6 +61,7 @@ CREATE TABLE docs(
 );
 CREATE INDEX docs_path ON docs(path);
 CREATE INDEX docs_cluster ON docs(cluster_id);
+CREATE INDEX docs_project ON docs(project, kind, last_active);
 CREATE VIRTUAL TABLE fts USING fts5(title, body, kind, project, work, tokenize='porter unicode61 remove_diacritics 2');
 INSERT INTO fts(fts, rank) VALUES ('rank', 'bm25(4.0, 1.0, 0.0, 0.0, 2.0)');
 """
@@ -588,18 +589,26 @@ def projects(vault: Path) -> list[str]:
     try:
         with _open(vault) as conn:
             return [str(p) for (p,) in conn.execute(
-                "SELECT DISTINCT project FROM docs WHERE kind = 'arc' AND project IS NOT NULL ORDER BY project")]
+                "SELECT DISTINCT project FROM docs WHERE project IS NOT NULL AND kind = 'arc' ORDER BY project")]
     except (SearchIndexError, sqlite3.DatabaseError):
         return []
 
 
+#: A named project's line is drawn from its most recently active arcs, at most this many.
+PROJECT_RECENT_ARCS = 100
+
+
 def project_work(vault: Path, project: str, *, per_field: int = 12) -> ProjectWork | None:
-    """The work items of ``project``'s live arcs (no tombstones), each field's values ranked by how
-    many arcs had them, then by the latest such arc."""
+    """The work items of ``project``'s latest live arcs (no tombstones; at most
+    :data:`PROJECT_RECENT_ARCS`), each field's values ranked by how many of those arcs had them,
+    then by the latest such arc."""
     try:
         with _open(vault) as conn:
-            rows = conn.execute("SELECT work, last_active FROM docs WHERE kind = 'arc' AND project = ?"
-                                " AND successors = ''", (project,)).fetchall()
+            arcs = conn.execute("SELECT count(*) FROM docs WHERE project = ? AND kind = 'arc' AND successors = ''",
+                                (project,)).fetchone()[0]
+            rows = conn.execute("SELECT work, last_active FROM docs WHERE project = ? AND kind = 'arc'"
+                                " AND successors = '' ORDER BY last_active DESC LIMIT ?",
+                                (project, PROJECT_RECENT_ARCS)).fetchall()
     except (SearchIndexError, sqlite3.DatabaseError):
         return None
     if not rows:
@@ -617,7 +626,7 @@ def project_work(vault: Path, project: str, *, per_field: int = 12) -> ProjectWo
         for _, name in WORK_FIELDS if counts.get(name)
     )
     newest = max((str(last or "") for _, last in rows), default="")
-    return ProjectWork(project, len(rows), newest or None, ranked)
+    return ProjectWork(project, int(arcs), newest or None, ranked)
 
 
 def _desc(text: str) -> tuple[int, ...]:
