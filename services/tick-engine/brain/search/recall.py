@@ -1,11 +1,14 @@
 """Recall at the moment of need (SPEC §15): the index hits most relevant to an operator's prompt.
 
 ``brain hook prompt-submit`` calls :func:`recall_for_prompt` when the setting
-``recall_on_prompt`` is on. The prompt's rarest words (stopwords and words found in more
-than a fifth of the index left out) are matched with OR; at most ``recall_max_hits`` hits
-scoring at least ``recall_min_score`` are shown, within ``recall_token_budget``, and never an
-item the session was already shown (the caller keeps ``seen`` in its per-session state).
-Reads one SQLite file; a missing index means no recall, never an error.
+``recall_on_prompt`` is on. What it shows is concrete: a project the prompt names gets its
+most worked-on files, commands, errors and identifiers; a matching arc shows its own, those
+the prompt names first; a matching lesson or decision shows its text. The prompt's rarest
+words (stopwords and words found in more than a fifth of the index left out) are matched
+with OR; at most ``recall_max_hits`` lines, hits scoring at least ``recall_min_score``, within
+``recall_token_budget``, and never an item the session was already shown (the caller keeps
+``seen`` in its per-session state). Reads one SQLite file; a missing index means no recall,
+never an error. ``brain eval feed`` measures what it adds (docs/eval.md).
 """
 
 from __future__ import annotations
