@@ -270,11 +270,12 @@ def adds_something(pa: ProjectArc, shown_files: set[str], files: Sequence[str] |
     return not fallback_title(pa.arc) or not set(own) <= shown_files
 
 
-def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> list[FeedItem]:
-    """Rows for the arcs before the latest; a row carries its arc's lessons and decision: what
-    was done, where, and what it taught, on one line."""
+def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> tuple[list[FeedItem], set[str]]:
+    """Rows for the arcs before the latest, and their cluster ids; a row carries its arc's
+    lessons and decision: what was done, where, and what it taught, on one line."""
     shown = set(files_in_play(arcs[0].arc)) if arcs else set()
     items: list[FeedItem] = []
+    on_rows: set[str] = set()
     for pa in arcs[1 : RECENT_ARCS + 1]:
         if adds_something(pa, shown):
             rank = NEVER if len(items) < KEEP_TOP_ARCS - 1 else RANK_ARC
@@ -282,14 +283,9 @@ def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> list[
             if learned is not None:
                 line += learned.on_row(pa.arc.cluster_id)
             items.append(FeedItem(line, rank, section=RECENT))
+            on_rows.add(pa.arc.cluster_id)
         shown.update(files_in_play(pa.arc)[:ARC_FILES])
-    return items
-
-
-def row_arcs(items: Sequence[FeedItem], arcs: Sequence[ProjectArc]) -> set[str]:
-    """Cluster ids of the arcs :func:`recent_work` gave a row."""
-    return {pa.arc.cluster_id for pa in arcs[1 : RECENT_ARCS + 1]
-            if any(item.text.startswith(arc_line(pa, with_project=False)) for item in items)}
+    return items, on_rows
 
 
 def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[ProjectArc]:
@@ -481,8 +477,8 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
         feed.severity = mine[0].severity or "info"
     inject_items = routed_for(project, injects, INJECTED)
     learned = arc_lessons(arcs)
-    rows = recent_work(arcs, learned)
-    above = [*handoff(project, arcs), *signal_items, *rows, *lessons(arcs, learned, row_arcs(rows, arcs))]
+    rows, on_rows = recent_work(arcs, learned)
+    above = [*handoff(project, arcs), *signal_items, *rows, *lessons(arcs, learned, on_rows)]
     feed.items = [*above, *used_here(arcs, above), *inject_items]
     fit_budget([feed], 0, s.feed_token_budget)
     return feed
