@@ -29,5 +29,5 @@ def test_demo_prints_a_summary_and_one_projects_feed(tmp_path: Path) -> None:
     assert f"The clock is pinned at {DEMO_NOW}" in out
     feed = out.split("brain hook session-start --format text):", 1)[1]
     assert "# claude-code-log: where we left off" in feed
-    assert "Add a Github Action to run tests and linting" in feed and "Lesson:" in feed
+    assert "Add a Github Action to run tests and linting" in feed and "lessons: `act` failed" in feed
     assert (vault / ".brain" / "journal").is_dir()  # clustered through the journaled writer, as a user would
