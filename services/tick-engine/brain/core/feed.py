@@ -102,7 +102,7 @@ def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
     for decision in decisions.values():
         arc = decision.note.arc
         assert arc is not None
-        last = last_active_of(decision.note)
+        last = decision.last_active or last_active_of(decision.note)  # decided already: no second parse
         views.append(
             ArcView(arc.cluster_id, arc.title, arc.region, decision.status, decision.heat, decision.path,
                     arc.summary, last, is_one_shot(arc, created_of(decision.note), last))
