@@ -126,7 +126,7 @@ def test_new_arc_file_matches_the_formula(vault: Path) -> None:
     # The work keys of the C1/C2 contract (CLUSTERS.md) follow the original layout.
     assert list(meta) == ["cluster_id", "title", "region", "status", "heat", "created", "last_active", "project",
                           "cwd", "branch", "agents", "source_sessions", "activity", "synthesized", "files", "commands",
-                          "open_errors", "identifiers", "last_prompt", "last_state"]
+                          "open_errors", "errors_met", "identifiers", "last_prompt", "last_state"]
     assert meta["cwd"] == "/work/demo-app" and meta["branch"] == "main" and meta["last_prompt"] == "thanks, that works"
     assert meta["created"] == iso(T0) and meta["last_active"] == iso(T0 + timedelta(hours=1, minutes=30))
     assert meta["source_sessions"] == ["s-1", "s-2"] and meta["agents"] == ["claude-code"]
@@ -506,6 +506,8 @@ def test_arcs_carry_the_work_and_merged_sessions_stay_visible(vault: Path) -> No
     assert meta["open_errors"] == ["TypeError: x is undefined (npm run build)"]  # the latest session's only
     assert meta["last_prompt"] == "the PDF still shows NaN" and meta["last_state"] == "Stopped at the PDF renderer"
     assert meta["identifiers"] == ["cart_total"]
+    # Every error name met, the resolved AssertionError included (equal counts: by name).
+    assert meta["errors_met"] == ["AssertionError", "TypeError"]
     assert "“Fix the cart total rounding”" in _timeline_line(body, "w1")
     assert "“now the invoice PDF export”" in _timeline_line(body, "w2")
     assert "<!-- @todo priority=2 source=w2 -->export totals<!-- @/todo -->" in body and ">a<!--" not in body
@@ -518,6 +520,7 @@ def test_arcs_carry_the_work_and_merged_sessions_stay_visible(vault: Path) -> No
     meta, body = arcs_in(vault)[created["cluster_id"]]
     assert "resumed from `w2`" in _timeline_line(body, "w3")
     assert meta["last_prompt"] == "ship it" and meta["open_errors"] == []
+    assert meta["errors_met"] == ["AssertionError", "TypeError"]  # what was met stays met
     assert "source=w2 -->export totals" not in body  # the latest todo state replaced the older one
     assert "<!-- @todo priority=3 source=w3 -->send the PDF<!-- @/todo -->" in body
     before = tree_digest(vault, include_state=False)

@@ -135,3 +135,13 @@ def test_the_handoff_quotes_the_last_prompt_without_pasted_rules_or_placeholders
     prompt = "A couple of tests are unhappy now:\\\n\\\n______________________ test_row_expansion ____\n[Image #1]"
     text = rendered([arc_note("2026-11-21-b-0123456789d3", title="Fix lint", last_prompt=prompt)])
     assert '— stopped at: "A couple of tests are unhappy now: test_row_expansion"' in text
+
+
+def test_errors_met_and_resolved_are_seen_by_the_next_session() -> None:
+    """An AssertionError an earlier session hit and fixed (no open error, no lesson naming it) is
+    still an error this project meets: the feed names it."""
+    latest = arc_note("2026-11-21-b-0123456789d1", title="Fix the parser", files=["lib/parse.py"])
+    older = arc_note("2026-11-19-a-0123456789d2", title="Schema", created="2026-11-19T09:00:00Z",
+                     last_active="2026-11-19T10:00:00Z", errors_met=["AssertionError", "ECONNREFUSED"])
+    assert lines_starting(rendered([latest, older]), "- Errors seen:") == [
+        "- Errors seen: `AssertionError`, `ECONNREFUSED`"]

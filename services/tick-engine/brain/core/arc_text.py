@@ -23,6 +23,8 @@ redacted before it reaches a title, a slug or a file name.
 ``files`` (edited first by edit count, then read; <= 15), ``commands`` (<= 10) and
 ``identifiers`` (<= 15) ranked over the bundle's sessions of the arc, then the arc's earlier
 items in their order; ``open_errors`` (<= 5) are the latest session's unresolved failures;
+``errors_met`` (<= 10) the error names (``AssertionError``, ``ECONNREFUSED``, ``TS2345``) of
+every failure the sessions met, resolved or not, most frequent first, then the earlier ones;
 ``headless: true`` when every session was a scripted run (``claude -p``, SDK, ``codex exec``).
 
 **Body.** Each session owns one Timeline line naming its own title, so merged and resumed
@@ -52,6 +54,7 @@ from brain.core.heat import HeatInputs, compute
 from brain.core.lessons import safe_text
 from brain.core.sections import append_to_section
 from brain.core.session import Lesson, Session, is_joyful
+from brain.core.text import error_names
 from brain.core.timeutil import iso, parse_instant
 from brain.settings import Settings
 
@@ -60,9 +63,10 @@ SLUG_CHARS = 40
 #: An arc whose last session ended within this many hours of ``now`` starts ``active``.
 ACTIVE_HOURS = 72
 #: Frontmatter work keys: how many items each list keeps.
-FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT = 15, 10, 5, 15
+FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 15, 10, 5, 15, 10
 ERROR_CHARS, LAST_PROMPT_CHARS = 120, 200
-WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "identifiers", "last_prompt", "last_state")
+WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "errors_met", "identifiers", "last_prompt",
+             "last_state")
 #: Files every project has; they rank after the project's own files.
 GENERIC_FILES = frozenset({
     "README.md", "README", "CLAUDE.md", "AGENTS.md", "package.json", "package-lock.json", "pyproject.toml",
@@ -314,7 +318,11 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
     read: Counter[str] = Counter()
     commands: Counter[str] = Counter()
     idents: Counter[str] = Counter()
+    met: Counter[str] = Counter()
     for session in sessions:
+        for failure in session.failures:
+            for name in dict.fromkeys(error_names(failure.text)):
+                met[name] += 1
         for path, count in session.files_edited:
             edited[path] += count
         for path, count in session.files_read:
@@ -332,6 +340,7 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
                            COMMANDS_KEPT),
         "identifiers": _merge((_one_line(i, 120) for i in _rank(idents)), _strings(earlier.get("identifiers")),
                               IDENTIFIERS_KEPT),
+        "errors_met": _merge(_rank(met), _strings(earlier.get("errors_met")), ERRORS_MET_KEPT),
     }
     if latest_is_newest:
         last = _latest(sessions)
@@ -451,6 +460,7 @@ def render_new_arc(group: NewArc, now: datetime, settings: Settings) -> Rendered
         "files": work["files"],
         "commands": work["commands"],
         "open_errors": work["open_errors"],
+        "errors_met": work["errors_met"],
         "identifiers": work["identifiers"],
         "last_prompt": work["last_prompt"],
         "last_state": work["last_state"],

@@ -63,6 +63,7 @@ class ArcInfo:
     files: tuple[str, ...]
     commands: tuple[str, ...]
     open_errors: tuple[str, ...]
+    errors_met: tuple[str, ...]  # error names met in the arc's sessions, resolved or not
     identifiers: tuple[str, ...]
     last_prompt: str | None
 
@@ -140,7 +141,8 @@ class Note:
 
 
 _ARC_FIELDS = tuple(f.name for f in fields(ArcInfo))
-_ARC_TUPLES = ("agents", "source_sessions", "split_into", "files", "commands", "open_errors", "identifiers")
+_ARC_TUPLES = ("agents", "source_sessions", "split_into", "files", "commands", "open_errors", "errors_met",
+               "identifiers")
 
 
 def _text(value: Any) -> str | None:
@@ -261,6 +263,7 @@ def arc_info(meta: dict[str, Any]) -> ArcInfo:
         files=_lines(meta.get("files")),
         commands=_lines(meta.get("commands")),
         open_errors=_lines(meta.get("open_errors")),
+        errors_met=_lines(meta.get("errors_met")),
         identifiers=_lines(meta.get("identifiers")),
         last_prompt=_line(meta.get("last_prompt"), LAST_PROMPT_CHARS),
     )

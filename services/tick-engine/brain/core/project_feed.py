@@ -44,6 +44,7 @@ from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.model import ArcInfo
 from brain.core.redaction import redact
+from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
 from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.settings import Settings
@@ -442,19 +443,14 @@ def shown_by(items: Sequence[FeedItem], rank: int) -> str:
     return words_of("\n".join(i.text for i in items if i.rank >= rank))
 
 
-_ERROR_NAME = re.compile(
-    r"\b(?:[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure|Fault)|E[A-Z]{3,}[A-Z0-9]*"
-    r"|TS\d{4}|E\d{4})\b"
-)
-
-
 def error_names(arcs: Sequence[ProjectArc]) -> list[str]:
     """Error class names, errno names and compiler codes met in these arcs' errors and lessons
     (``AssertionError``, ``ECONNREFUSED``, ``TS2345``), most frequent and recent first."""
     per_arc = []
     for pa in arcs:
         texts = [*pa.arc.open_errors, *(m.text for m in pa.decision.note.markers if m.type == "lesson")]
-        per_arc.append([name for text in texts for name in _ERROR_NAME.findall(text)])
+        names = [name for text in texts for name in text_error_names(text)]
+        per_arc.append([*names, *(n for n in pa.arc.errors_met if n not in names)])
     return ranked(per_arc, MAX_ERROR_NAMES)
 
 

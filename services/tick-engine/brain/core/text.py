@@ -59,3 +59,15 @@ def clean_text(text: str, max_chars: int) -> str:
     single = " ".join(strip_marker_syntax(printable).split())
     safe = " ".join(strip_marker_syntax(redact(single)).split())
     return cut(safe, max(1, max_chars))
+
+
+#: Error class names, errno names and compiler codes (``AssertionError``, ``ECONNREFUSED``, ``TS2345``).
+ERROR_NAME = re.compile(
+    r"\b(?:[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure|Fault)|E[A-Z]{3,}[A-Z0-9]*"
+    r"|TS\d{4}|E\d{4})\b"
+)
+
+
+def error_names(text: str) -> list[str]:
+    """The error names ``text`` mentions, in order (repeats kept: callers count them)."""
+    return ERROR_NAME.findall(text)
