@@ -32,7 +32,8 @@ def worked(vault: Path) -> Path:
     _arc(vault, EXPORT, "billing", "Nightly run fails", {
         "files": ["/src/billing/jobs/invoice_export.py", "/src/billing/jobs/ledger_sync.py"],
         "commands": ["uv run pytest", "python jobs/invoice_export.py --all"],
-        "open_errors": ["LedgerLockTimeout"], "identifiers": ["INVOICE_BATCH_SIZE"],
+        "open_errors": ["LedgerLockTimeout"], "errors_met": ["LedgerLockTimeout", "SchemaDriftError"],
+        "identifiers": ["INVOICE_BATCH_SIZE"],
     }, "2026-11-18T12:00:00Z")
     _arc(vault, "2026-11-19-webhooks-dddddddddddd", "gateway", "Webhook delivery", {
         "files": ["/src/gateway/hooks/deliver.py", "/src/gateway/hooks/retry_policy.py"],
@@ -52,13 +53,14 @@ def recall_on(vault: Path, **changes: object) -> Settings:
 
 
 def test_the_index_carries_an_arcs_files_commands_errors_and_identifiers(worked: Path) -> None:
-    for query in ("ledger_sync.py", "LedgerLockTimeout", "INVOICE_BATCH_SIZE", "invoice_export"):
+    for query in ("ledger_sync.py", "LedgerLockTimeout", "SchemaDriftError", "INVOICE_BATCH_SIZE", "invoice_export"):
         hits = index.search(worked, query)
         assert hits and hits[0].cluster_id == EXPORT, query  # only the frontmatter names them
     work = dict(index.search(worked, "ledger_sync.py")[0].work)
     assert work["files"] == ("jobs/invoice_export.py", "jobs/ledger_sync.py")  # relative to the arc's cwd
     assert work["commands"] == ("uv run pytest", "python jobs/invoice_export.py --all")
-    assert work["errors"] == ("LedgerLockTimeout",) and work["ids"] == ("INVOICE_BATCH_SIZE",)
+    assert work["errors"] == ("LedgerLockTimeout", "SchemaDriftError")  # open first, then met (resolved)
+    assert work["ids"] == ("INVOICE_BATCH_SIZE",)
 
 
 def test_a_prompt_naming_a_file_recalls_the_arc_that_edited_it_with_its_work(worked: Path) -> None:

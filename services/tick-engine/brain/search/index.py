@@ -1,7 +1,8 @@
 """The recall index: SQLite FTS5 under ``<vault>/.brain/search.sqlite`` (SPEC §15).
 
 One row per arc (title, summary, project and body text without its markers, and its work
-items: the files, commands, open errors and identifiers of its frontmatter, CLUSTERS.md) and
+items: the files, commands, errors (open or met) and identifiers of its frontmatter,
+CLUSTERS.md) and
 one per marker block (lesson, decision, signal, todo, inject) anywhere in the vault. Ranked
 by BM25 (titles and work items weigh more), then heat, then recency. Only redacted text is
 stored.
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # the recall hook imports this module: yaml and the parsers l
     from brain.core.model import ArcInfo, Note
 
 DB_FILE = ".brain/search.sqlite"
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 #: Files under these folders are not indexed: agent notes waiting for the next tick.
 SKIPPED_PREFIXES = ("raw/inbox/",)
 BODY_MAX_CHARS = 200_000
@@ -115,6 +116,8 @@ def indexed(path: str) -> bool:
 WorkItems = tuple[tuple[str, tuple[str, ...]], ...]
 #: Frontmatter work fields (CLUSTERS.md) and the name recall shows them under.
 WORK_FIELDS = (("files", "files"), ("commands", "commands"), ("open_errors", "errors"), ("identifiers", "ids"))
+#: Frontmatter fields shown under an earlier field's name: errors met and resolved are errors too.
+WORK_EXTRA = {"open_errors": ("errors_met",)}
 #: At most this many values of one field are indexed (a huge arc must not drown the rest).
 WORK_MAX_VALUES = 60
 WORK_VALUE_CHARS = 200
@@ -129,10 +132,10 @@ def relative_path(path: str, cwd: str | None) -> str:
 
 
 def work_items(arc: ArcInfo) -> WorkItems:
-    """The arc's files (relative to its cwd), commands, open errors and identifiers."""
+    """The arc's files (relative to its cwd), commands, errors (open, then met) and identifiers."""
     out = []
     for attr, name in WORK_FIELDS:
-        values = getattr(arc, attr)
+        values = [*getattr(arc, attr), *(v for extra in WORK_EXTRA.get(attr, ()) for v in getattr(arc, extra, ()))]
         if attr == "files":
             values = [relative_path(v, arc.cwd) for v in values]
         kept = tuple(dict.fromkeys(v.strip()[:WORK_VALUE_CHARS] for v in values if v and v.strip()))
