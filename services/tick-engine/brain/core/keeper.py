@@ -172,8 +172,8 @@ def remembered(decisions: KeeperDecisions, notes: Mapping[str, Note], now: datet
     stamp = micros(now)
     for cluster_id, d in decisions.arcs.items():
         arc = d.note.arc
-        if arc is None or arc.is_tombstone or d.status != arc.status or d.last_active is None:
-            continue  # a status change changes the inputs: the next tick decides it afresh
+        if arc is None or arc.is_tombstone or d.last_active is None:
+            continue
         final = notes.get(d.path)
         if final is None or final.arc is None:
             continue
@@ -296,7 +296,10 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
             ):
                 status, move = "graduated", "graduated"
                 path = f"{graduation_folder(arc.region)}/{name}"
-                heat = compute(_with_status(inputs_of(note), status), now, s)
+                graduated = _with_status(inputs_of(note), status)
+                heat = compute(graduated, now, s)
+                if id(note) in horizons:  # what the memo keeps is the graduated arc's own horizon
+                    horizons[id(note)] = next_change(graduated, now, s, heat)
             elif id(note) in chosen and not conscious:
                 path, move = f"{CONSCIOUS}/{name}", "promoted"
             elif id(note) not in chosen and conscious:
