@@ -211,3 +211,9 @@ def test_remember_then_tick_reaches_the_arc_and_the_feed_and_undo_restores(serve
         assert undone.exit_code == 0, undone.output
     assert arc.read_bytes() == arc_before
     assert {rel: (served / rel).read_bytes() for rel in inbox_before} == inbox_before
+    # Each write was journaled on its own: undoing it removes the note it wrote, nothing else.
+    for note in notes:
+        undone = CliRunner().invoke(app, ["undo", "--vault", str(served), "--tick", note["journal"]])
+        assert undone.exit_code == 0, undone.output
+        assert not (served / note["written"]).exists()
+    assert arc.read_bytes() == arc_before

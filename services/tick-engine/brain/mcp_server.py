@@ -38,6 +38,8 @@ from brain.settings import Settings
 
 SERVER_NAME = "brain"
 MAX_LIMIT = 50
+#: How long a write waits for a tick holding the vault lock before the tool says "try again".
+LOCK_WAIT_SECONDS = 10.0
 ARC_FOLDERS = ("clusters", "frontal-lobe", "amygdala", "pineal", "left", "right")
 INSTRUCTIONS = (
     "Brain is the shared memory of this fleet of coding agents: arcs (one per stretch of work) with "
@@ -66,13 +68,14 @@ active critical/nuclear alarms, "inbox_pending": notes waiting for the next tick
 REMEMBER_DOC = """Leave a note for future sessions: kind lesson (what you learned), decision (what was
 decided and why) or todo (what is left to do), and the text (one short paragraph). It lands in the
 inbox and the next tick adds it to the project's current arc and feed. project: the project name, or
-cwd: its folder (default: this server's folder). Returns {"written": inbox path, "remaining": writes
-left this session}. Secrets are redacted; do not rely on it."""
+cwd: its folder (default: this server's folder). Returns {"written": inbox path, "journal": the
+write's journal id (an operator's `brain undo --tick` takes it back), "remaining": writes left this
+session}. Secrets are redacted; do not rely on it."""
 
 RAISE_SIGNAL_DOC = """Report a problem other sessions must know about: severity (info, warning, critical,
 nuclear), source (a short slug like ci or billing-webhook) and text. Critical and nuclear signals reach
 every session's feed and the on-call alarm stream after the next tick. project / cwd as for remember.
-Returns {"written": inbox path, "remaining": writes left this session}."""
+Returns {"written": inbox path, "journal": its journal id, "remaining": writes left this session}."""
 
 
 @dataclass
@@ -233,7 +236,9 @@ class BrainTools:
     def _write(self, kind: str, text: str, project: str, *, severity: str | None = None,
                source: str | None = None) -> dict[str, Any]:
         from brain.core.plan import Plan, WriteFile
-        from brain.io.writer import apply_plan
+        from brain.io.transaction import transaction
+        from brain.io.writer import LockHeld
+        from brain.pipeline.tick import new_tick_id
 
         now = self.clock()
         try:
@@ -244,13 +249,18 @@ class BrainTools:
             raise ToolError(str(exc)) from None
         n = self.budget.take()
         rel = f"{inbox.INBOX}/{now.strftime('%Y%m%dT%H%M%SZ')}-{self.budget.session}-{n}.md"
-        # A new file, never a replacement; the tick's drain is journaled (brain undo restores the note).
-        result = apply_plan(self.vault, Plan([WriteFile(rel, content.encode("utf-8"), reason=f"mcp {kind}")]),
-                            journal=None, dry_run=False)
+        # A new file, never a replacement, in a journaled transaction of its own (`brain undo --tick ID`
+        # removes it); a tick holding the vault lock is waited for, briefly.
+        journal = new_tick_id(self.vault, now, "mcp")
+        try:
+            with transaction(self.vault, "mcp", journal, now, recover=False, wait_seconds=LOCK_WAIT_SECONDS) as tx:
+                result = tx.apply(Plan([WriteFile(rel, content.encode("utf-8"), reason=f"mcp {kind}")]))
+        except (LockHeld, OSError) as exc:
+            raise ToolError(f"could not write the note now ({exc}); try again in a minute") from None
         if rel not in result.written:
             why = "; ".join(p.message for p in result.problems) or "not written"
             raise ToolError(f"could not write the note: {why}")
-        return {"written": rel, "remaining": self.budget.limit - self.budget.used,
+        return {"written": rel, "journal": journal, "remaining": self.budget.limit - self.budget.used,
                 "next": "the next tick adds it to the project's arc and feed"}
 
     def remember(self, kind: str, text: str, project: str | None = None, cwd: str | None = None) -> dict[str, Any]:
