@@ -93,7 +93,7 @@ class KeeperDecisions:
 
     @property
     def heat_changed(self) -> int:
-        return sum(1 for d in self.arcs.values() if d.note.arc is not None and d.note.arc.heat != d.heat)
+        return sum(1 for d in self.changed() if d.note.arc is not None and d.note.arc.heat != d.heat)
 
 
 def top_folder(path: str) -> str:

@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -717,10 +718,34 @@ def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> Un
     return result
 
 
+_HEAD_STATE = re.compile(rb'^\{"tick_id":"[^"]*","now":"[^"]*","state":"([a-z]+)","ops":')
+
+
+def _completed(manifest: Path) -> bool:
+    """Whether a journal is complete, from the first bytes of its manifest (the journal writes
+    ``tick_id``, ``now``, ``state`` before ``ops``): a tick does not parse a 10 000-op manifest
+    to learn it has nothing to roll back. Anything else is read in full by the caller."""
+    try:
+        with manifest.open("rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return False
+    match = _HEAD_STATE.match(head)
+    return match is not None and match.group(1) == b"complete"
+
+
 def recover(vault: Path) -> list[UndoResult]:
     """Roll back every journal a crashed process left ``pending`` (files edited since are kept)."""
     results = []
-    for manifest in journals(vault):
+    root = vault / JOURNAL_DIR
+    entries = sorted(root.iterdir(), key=lambda p: p.name) if root.is_dir() else []
+    for entry in entries:
+        if _completed(entry / "manifest.json"):
+            continue
+        try:
+            manifest = json.loads((entry / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
         if manifest.get("state") == "pending":
             for op in manifest["ops"]:  # content staged but never renamed into place
                 for rel in (op["path"], op.get("dst")):

@@ -25,6 +25,7 @@ import json
 import marshal
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -443,18 +444,19 @@ def _run(tick: _Tick) -> None:
     if not dry_run:
         _refresh_index(tick, snapshot)
 
-    markers_all = [m for note in snapshot.notes.values() for m in note.markers]
+    kinds = Counter(m.type for note in snapshot.notes.values() if note.markers for m in note.markers)
+    moves = Counter(d.move for d in kplan.decisions.changed())
     final = final_plan.decisions
     report.stats.update({
         "arcs": len(final.arcs) + sum(len(p) for p in final.duplicates.values()),
-        "promoted": kplan.decisions.count("promoted"),
-        "demoted": kplan.decisions.count("demoted"),
-        "graduated": kplan.decisions.count("graduated"),
+        "promoted": moves["promoted"],
+        "demoted": moves["demoted"],
+        "graduated": moves["graduated"],
         "heat_changed": kplan.decisions.heat_changed,
         "signals_active": final_plan.signals_active,
         "inject_blocks": final_plan.inject_blocks,
-        "lessons": sum(1 for m in markers_all if m.type == "lesson"),
-        "edges": sum(1 for m in markers_all if m.type == "edge"),
+        "lessons": kinds["lesson"],
+        "edges": kinds["edge"],
         "conscious": _conscious(final),
         "feed_tokens": final_plan.feed_tokens,
     })
