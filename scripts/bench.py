@@ -2,8 +2,9 @@
 
 For each size: a cold tick (no parse cache), a tick at the same instant, then 2 h, 24 h and
 7 days later on the unchanged vault (the CronJob runs every 2 h), and one tick after 1 % of the
-arcs were edited. Every figure is printed next to the machine's own baseline (listing and
-stat-ing the same files, the floor no tick can beat) and as a ratio to it, so runs on
+arcs were edited; then ``brain hook session-start`` in a known project's folder, as the agent
+runs it. Every figure is printed next to the machine's own baseline (listing and stat-ing the
+same files, the floor no tick can beat) and as a ratio to it, so runs on
 different machines compare. Each tick runs in a fresh child process, so peak RSS is that of
 the measured work.
 """
@@ -128,6 +129,22 @@ def child(mode: str, vault: Path, *args: str) -> dict:
     return data
 
 
+def hook_wall(vault: Path, runs: int = 9) -> dict:
+    """``brain hook session-start`` as Claude Code runs it (a subprocess, hook input on stdin) in a
+    known project's folder: median and worst wall time, and whether it injected that project's feed."""
+    env = {**os.environ, "BRAIN_VAULT": str(vault)}
+    payload = json.dumps({"session_id": "bench", "cwd": "/home/dev/src/ingest", "source": "startup"})
+    times, project = [], False
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "brain", "hook", "session-start", "--format", "text"],
+                              input=payload, capture_output=True, text=True, env=env, check=False)
+        times.append(time.perf_counter() - start)
+        project = project or "# ingest" in done.stdout
+    times.sort()
+    return {"p50_s": times[len(times) // 2], "max_s": times[-1], "project_feed": project}
+
+
 def cli_wall(vault: Path, now: str) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "brain", "tick", "--vault", str(vault), "--no-ai", "--now", now],
@@ -171,7 +188,8 @@ def bench_vault(count: int, work: Path) -> dict:
     changed = touch_one_percent(vault)
     ticks.append({"label": f"1 % changed ({changed})", **child("tick", vault, CHANGED_AT)})
     wall = cli_wall(vault, CHANGED_AT)
-    return {"arcs": count, "generate_s": generated, "floor": floor, "ticks": ticks, "cli_wall_s": wall}
+    return {"arcs": count, "generate_s": generated, "floor": floor, "ticks": ticks, "cli_wall_s": wall,
+            "hook": hook_wall(vault)}
 
 
 def main() -> None:
@@ -211,6 +229,9 @@ def main() -> None:
                   f"{tick['peak_rss_mb']:>7.0f}MB {keeper.get('parsed', 0):>7} {tick['changes']:>8}  "
                   + " ".join(f"{k}={v}" for k, v in tick["phases"].items() if v is not None))
         print(f"{'':>6} {'CLI wall (same instant)':<22} {r['cli_wall_s']:>8.3f}")
+        hook = r["hook"]
+        print(f"{'':>6} {'hook session-start':<22} {hook['p50_s']:>8.3f}  p50 of 9 subprocess runs, worst "
+              f"{hook['max_s']:.3f} s, {'the project feed' if hook['project_feed'] else 'NO project feed'}")
     for extra in extras:
         for line in extra.get("lines", []):
             print(line)
