@@ -42,3 +42,10 @@ def test_clean_text_properties_on_any_input(text: str, limit: int) -> None:
     assert redact(out) == out
     assert clean_text(out, limit) == out
     out.encode("utf-8")
+
+
+def test_error_names_are_classes_errno_names_and_codes_not_shouted_words() -> None:
+    from brain.core.text import error_names
+
+    text = "ERROR: connect ECONNREFUSED; AssertionError, TS2345 and E0308; EXPECTED ENOENT"
+    assert error_names(text) == ["ECONNREFUSED", "AssertionError", "TS2345", "E0308", "ENOENT"]

@@ -15,6 +15,7 @@ what such text may be once it is written into a note:
 
 from __future__ import annotations
 
+import errno
 import re
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -68,6 +69,11 @@ ERROR_NAME = re.compile(
 )
 
 
+#: ``E`` + capitals is an errno name only when the system knows it (``ERROR``, ``EXPECTED`` are words).
+_ERRNO_NAMES = frozenset(errno.errorcode.values())
+
+
 def error_names(text: str) -> list[str]:
     """The error names ``text`` mentions, in order (repeats kept: callers count them)."""
-    return ERROR_NAME.findall(text)
+    return [name for name in ERROR_NAME.findall(text)
+            if not (name[0] == "E" and name.isupper() and name.isalpha()) or name in _ERRNO_NAMES]
