@@ -569,3 +569,20 @@ def test_a_few_changed_notes_go_to_the_cache_overlay_and_load_back_exactly(vault
     (vault / vault_module.OVERLAY_FILE).write_bytes(b"\x00not marshal")
     damaged = scan(vault, feed_dir=feed_dir, max_note_bytes=10**8, write_cache=False)
     assert damaged.stats.parsed == 1 and dict(damaged.notes) == dict(first.notes)
+
+
+def test_the_cache_overlay_never_applies_one_vaults_base_to_another(tmp_path: Path) -> None:
+    from brain.io import vault as vault_module
+    from brain.io.vault import save_cache, scan
+    from tests.support.vaults import init_vault
+
+    first, second = init_vault(tmp_path / "a"), init_vault(tmp_path / "b")
+    for root in (first, second):
+        write_arc(root, "clusters/2026-11-20", "2026-11-20-one-0123456789ab", sessions=["a"])
+    other = scan(second, feed_dir=second / "brain-feed", max_note_bytes=10**8, write_cache=False)  # B: no cache
+    scan(first, feed_dir=first / "brain-feed", max_note_bytes=10**8, write_cache=True)
+    scan(first, feed_dir=first / "brain-feed", max_note_bytes=10**8, write_cache=False)  # A's base is the one loaded
+    save_cache(second, other.notes)
+    assert not (second / vault_module.OVERLAY_FILE).exists()  # a base of its own, never an overlay on A's
+    again = scan(second, feed_dir=second / "brain-feed", max_note_bytes=10**8, write_cache=False)
+    assert again.stats.cached == len(again.notes) > 0

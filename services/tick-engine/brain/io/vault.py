@@ -113,7 +113,7 @@ def _note_of(row: tuple[Any, ...]) -> Note:
 #: the cache again re-serialises only the notes that changed.
 _LOADED: dict[str, tuple[Note, tuple[Any, ...]]] = {}
 #: The base file the last load read (its writing time and paths) and the paths its overlay held.
-_BASE: dict[str, Any] = {"written": 0, "paths": frozenset(), "overlay": frozenset()}
+_BASE: dict[str, Any] = {"vault": None, "written": 0, "paths": frozenset(), "overlay": frozenset()}
 
 #: Small changes go to an overlay beside the base (``parse-cache-delta``) instead of rewriting
 #: every row: a tick that edits 20 arcs of 10 000 writes 20 rows. The base is rewritten when the
@@ -141,7 +141,7 @@ def _loads(path: Path) -> Any:
 def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str, int]]:
     """The cached rows, the time the base was written (0 when missing, stale or corrupt), and
     for the rows that came from the overlay, the time the overlay was written."""
-    _BASE.update(written=0, paths=frozenset(), overlay=frozenset())
+    _BASE.update(vault=vault, written=0, paths=frozenset(), overlay=frozenset())
     raw = _loads(vault / CACHE_FILE)
     if not (isinstance(raw, tuple) and len(raw) == 3 and raw[0] == CACHE_KEY and isinstance(raw[2], dict)
             and isinstance(raw[1], int)):
@@ -177,7 +177,7 @@ def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
                 fresh.add(path)
     now = time.time_ns()
     base_written, base_paths = _BASE["written"], _BASE["paths"]
-    if base_written:
+    if base_written and _BASE["vault"] == vault:  # the base this process loaded is this vault's
         delta = {path: rows[path] for path in (fresh | (_BASE["overlay"] & rows.keys()))}
         removed = tuple(sorted(base_paths - rows.keys()))
         if len(delta) + len(removed) <= max(OVERLAY_MIN, int(len(rows) * OVERLAY_SHARE)):
@@ -189,7 +189,7 @@ def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
     with contextlib.suppress(OSError):
         atomic_write(vault / CACHE_FILE, data)
         (vault / OVERLAY_FILE).unlink(missing_ok=True)
-        _BASE.update(written=now, paths=frozenset(rows), overlay=frozenset())
+        _BASE.update(vault=vault, written=now, paths=frozenset(rows), overlay=frozenset())
 
 
 def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:
