@@ -27,6 +27,7 @@ vault holds more.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -111,10 +112,11 @@ def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
 
 
 def hot_arcs(views: Iterable[ArcView], s: Settings, date: str) -> FeedFile:
-    ranked = sorted(
+    ranked = heapq.nsmallest(  # == sorted(...)[:limit], without sorting every arc
+        max(0, s.hot_arcs_limit),
         (v for v in views if v.status not in ("merged", "split") and v.heat > 0),
         key=lambda v: (v.scripted, -v.heat, -v.last_active.timestamp(), v.cluster_id),
-    )[: s.hot_arcs_limit]
+    )
     feed = FeedFile(
         HOT_ARCS, "Active Hot Arcs", 10, "info", date, s.feed_ttl_seconds,
         "# Hot arcs\n\n| Arc | Heat | Region | Status | What |\n|---|---|---|---|---|",
@@ -354,7 +356,8 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     inject_file, routed_injects = inject(live, s, date)
     by_project = project_arcs(inputs.decisions)
     latest = latest_real_arcs(by_project)
-    files = [hot_arcs(arc_views(inputs.decisions), s, date), inject_file, signal_file,
+    warm = {cid: d for cid, d in inputs.decisions.items() if d.heat > 0}  # the hot table lists nothing colder
+    files = [hot_arcs(arc_views(warm), s, date), inject_file, signal_file,
              recent_work_file(latest, s, date)]
     if inputs.diff_lines:
         files.append(last_tick_diff(list(inputs.diff_lines), s, date, inputs.tick_id or now.isoformat()))
