@@ -267,7 +267,7 @@ def test_two_plans_writing_one_file_in_one_transaction_both_land(tmp_path: Path,
     monkeypatch.setattr(writer, "_unlink_quietly", slow_unlink)
 
     vault = init_vault(tmp_path / "v")
-    paths = [f"notes/n{i}.md" for i in range(80)]  # enough for the parallel and syncfs paths
+    paths = [f"notes/n{i}.md" for i in range(300)]  # several discard batches; the parallel and syncfs paths
     for rel in paths:
         (vault / rel).parent.mkdir(parents=True, exist_ok=True)
         (vault / rel).write_text("zero\n")

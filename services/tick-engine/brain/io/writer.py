@@ -438,9 +438,11 @@ def _stat_of(path: str) -> tuple[int, int, int] | None:
 
 #: Old images a commit swapped out, unlinked by background threads while the run goes on (freeing
 #: an inode costs ten times the exchange that replaced it); :func:`flush_discards` waits for them.
+#: Paths go to the workers in batches (one future per batch, not per file: 10 000 futures weigh MBs).
 _DISCARDS: list[Any] = []
+_PENDING: list[str] = []
 _DISCARDER: ThreadPoolExecutor | None = None
-DISCARD_WORKERS = 2
+DISCARD_WORKERS, DISCARD_BATCH = 2, 128
 
 
 def _unlink_quietly(path: str) -> None:
@@ -448,17 +450,33 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
 
 
-def _discard(path: str) -> None:
+def _unlink_all(paths: list[str]) -> None:
+    for path in paths:
+        _unlink_quietly(path)
+
+
+def _send_pending() -> None:
     global _DISCARDER
+    if not _PENDING:
+        return
     if _DISCARDER is None:
         _DISCARDER = ThreadPoolExecutor(max_workers=DISCARD_WORKERS, thread_name_prefix="brain-discard")
-    _DISCARDS.append(_DISCARDER.submit(_unlink_quietly, path))
+    batch = _PENDING[:]
+    _PENDING.clear()
+    _DISCARDS.append(_DISCARDER.submit(_unlink_all, batch))
+
+
+def _discard(path: str) -> None:
+    _PENDING.append(path)
+    if len(_PENDING) >= DISCARD_BATCH:
+        _send_pending()
 
 
 def flush_discards() -> None:
     """Wait until every swapped-out old image is unlinked (the end of a transaction, or of a
     plan applied outside one). An unlink that fails leaves a hidden ``.brain-tmp`` file, never
     a visible one; the next commit to that file overwrites it."""
+    _send_pending()
     while _DISCARDS:
         future = _DISCARDS.pop()
         with contextlib.suppress(OSError):
