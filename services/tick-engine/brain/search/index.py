@@ -623,17 +623,18 @@ def project_work(vault: Path, project: str, *, per_field: int = 12) -> ProjectWo
             for value in values:
                 n, latest = field_counts.get(value, (0, ""))
                 field_counts[value] = (n + 1, max(latest, last or ""))
-    ranked = tuple(
-        (name, tuple(v for v, _ in sorted(counts[name].items(), key=lambda kv: (-kv[1][0], _desc(kv[1][1]), kv[0]))
-                     [:per_field]))
-        for _, name in WORK_FIELDS if counts.get(name)
-    )
+    ranked = tuple((name, _top(counts[name], per_field)) for _, name in WORK_FIELDS if counts.get(name))
     newest = max((str(last or "") for _, last in rows), default="")
     return ProjectWork(project, int(arcs), newest or None, ranked)
 
 
-def _desc(text: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in text)
+def _top(counted: dict[str, tuple[int, str]], limit: int) -> tuple[str, ...]:
+    """Values by how many arcs had them, then the latest such arc first, then by name: three
+    stable sorts, the last key first (no per-character key for the descending date)."""
+    items = sorted(counted.items(), key=lambda kv: kv[0])
+    items.sort(key=lambda kv: kv[1][1], reverse=True)
+    items.sort(key=lambda kv: kv[1][0], reverse=True)
+    return tuple(value for value, _ in items[:limit])
 
 
 def arc_path(vault: Path, cluster_id: str) -> str | None:

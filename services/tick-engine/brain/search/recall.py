@@ -88,8 +88,9 @@ def named_projects(prompt: str, projects: Iterable[str]) -> list[str]:
     path (``/src/gateway``) or in backticks, since plain words are mostly English (``project``) or a
     repository's own folders (``test/test_cache.py``)."""
     found = []
+    lowered = prompt.lower()
     for project in projects:
-        if len(project) < 3:
+        if len(project) < 3 or project.lower() not in lowered:  # no regex built for a name not typed at all
             continue
         escaped = re.escape(project)
         if re.search(r"[^A-Za-z0-9]", project):
