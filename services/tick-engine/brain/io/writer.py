@@ -291,7 +291,7 @@ def _resolve(
         if dst.exists() or dst.is_symlink():
             _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
             return None
-        return _Resolved(op, current, op.content if op.content is not None else current, _seen(src))
+        return _Resolved(op, current, op.content if op.content is not None else current, _stat_of(src))
     path = confined(vault, op.path, verified)
     current = _current(path, op.expect, op.before) if isinstance(op, WriteFile) else _read(path)
     if isinstance(op, DeleteFile):
@@ -300,7 +300,7 @@ def _resolve(
         if not op.owned and (op.expect is None or not _matches(path, op.expect, current)):
             _conflict(result, op.path, "changed since the scan")
             return None
-        return _Resolved(op, current, None, _seen(path))
+        return _Resolved(op, current, None, _stat_of(path))
     if current == op.content:
         return None
     if not op.owned:
@@ -310,15 +310,7 @@ def _resolve(
         if op.expect is not None and not _matches(path, op.expect, current):
             _conflict(result, op.path, "changed since the scan")
             return None
-    return _Resolved(op, current, op.content, _seen(path) if current is not None else None)
-
-
-def _seen(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns, st.st_ino
+    return _Resolved(op, current, op.content, _stat_of(path) if current is not None else None)
 
 
 TMP_SUFFIX = ".brain-tmp"
@@ -428,7 +420,8 @@ def _renameat2(src: str, dst: str, flags: int) -> bool:
     raise OSError(code, os.strerror(code), dst)
 
 
-def _stat_of(path: str) -> tuple[int, int, int] | None:
+def _stat_of(path: str | Path) -> tuple[int, int, int] | None:
+    """(size, mtime_ns, inode) of ``path`` itself (not a link's target), None when it is gone."""
     try:
         st = os.lstat(path)
     except OSError:
