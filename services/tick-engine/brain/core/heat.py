@@ -200,10 +200,6 @@ def compute(inputs: HeatInputs, now: datetime, s: Settings) -> int:
     return max(0, min(10, heat))
 
 
-def inactive_days(inputs: HeatInputs, now: datetime) -> float:
-    return max(0.0, (now - inputs.last_active).total_seconds() / 86400)
-
-
 def next_change(inputs: HeatInputs, now: datetime, s: Settings, current: int | None = None) -> datetime | None:
     """The first instant after ``now`` at which the keeper may decide this arc differently:
     its heat (:func:`compute`) changes, or its inactivity passes ``graduate_days``. None: never.

@@ -24,7 +24,7 @@ from brain.core.heat import (
     next_change,
 )
 from brain.core.markers import Marker
-from brain.core.model import Note, Problem
+from brain.core.model import Note, Problem, built, field_names
 from brain.core.timeutil import parse_instant
 from brain.core.vocab import (
     CONSCIOUS,
@@ -36,7 +36,6 @@ from brain.core.vocab import (
 from brain.settings import Settings
 
 GRADUATED_ROOTS = ("left/", "right/", "pineal/")
-_new = object.__new__
 
 
 @dataclass(frozen=True)
@@ -88,12 +87,12 @@ class KeeperDecisions:
             cached = self._changed = (len(self.arcs), [d for d in self.arcs.values() if d.changes_file])
         return list(cached[1])
 
-    def count(self, move: str) -> int:
-        return sum(1 for d in self.arcs.values() if d.move == move)
-
     @property
     def heat_changed(self) -> int:
         return sum(1 for d in self.changed() if d.note.arc is not None and d.note.arc.heat != d.heat)
+
+
+_DECISION_FIELDS = field_names(ArcDecision)
 
 
 def top_folder(path: str) -> str:
@@ -214,21 +213,18 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     reused: dict[int, tuple[Marker, ...]] = {}  # id(note) -> its dropped signals, as decided before
     horizons: dict[int, datetime | None] = {}  # id(note) -> its next change (with horizon)
     stamp = micros(now)
-    memo_get = memo.get if memo is not None else None
-    conscious_prefix = CONSCIOUS + "/"
     for cluster_id, note in by_id.items():
         arc = note.arc
         assert arc is not None
         path = note.path
-        top = path.split("/", 1)[0] if "/" in path else ""
+        top = top_folder(path)
         if top == "amygdala":
             continue  # alarm files belong to the amygdala consumer
         if arc.is_tombstone:
             out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, path)
             continue
-        hit = memo_get(path) if memo_get is not None else None
-        if hit is not None and hit.sha1 == note.sha1 and hit.decided <= stamp \
-                and (hit.until is None or stamp < hit.until):
+        hit = memo.get(path) if memo is not None else None
+        if hit is not None and hit.holds(note, stamp):
             if horizon and hit.dated_badly:
                 out.problems.extend(date_problems(note))
                 out.dated_badly.add(cluster_id)
@@ -241,21 +237,19 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 if bad:
                     out.problems.extend(bad)
                     out.dated_badly.add(cluster_id)
-            known = reuse.arcs.get(cluster_id) if reuse is not None else None
-            if known is not None and known.note is note and known.move is None and known.last_active is not None \
-                    and not horizon:
+            known = reuse.arcs.get(cluster_id) if reuse is not None and not horizon else None
+            if known is not None and known.note is note and known.move is None and known.last_active is not None:
                 # compute(inputs, now, s) of this very note, at this very instant
                 heat, last_active, changes = known.heat, known.last_active, None
                 reused[id(note)] = known.drop_signals
             else:
                 inputs = inputs_of(note)
                 last_active = inputs.last_active
-                known_heat = known.heat if known is not None and known.note is note and known.move is None else None
-                heat = known_heat if known_heat is not None else compute(inputs, now, s)
+                heat = compute(inputs, now, s)
                 changes = next_change(inputs, now, s, heat) if horizon else None
                 if horizon:
                     out.fresh.add(cluster_id)
-        live.append((note, heat, last_active, top in MANAGED_ROOTS, path.startswith(conscious_prefix)))
+        live.append((note, heat, last_active, top in MANAGED_ROOTS, in_conscious(path)))
         if horizon:
             horizons[id(note)] = changes
             if changes is not None and (out.next_change is None or changes < out.next_change):
@@ -304,10 +298,8 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 path, move = f"{CONSCIOUS}/{name}", "promoted"
             elif id(note) not in chosen and conscious:
                 path, move = f"{UNCONSCIOUS}/{name}", "demoted"
-        decision = _new(ArcDecision)  # ArcDecision(...) without its generated __init__: 10 000 a pass
-        decision.__dict__.update(note=note, heat=heat, status=status, path=path, move=move, drop_signals=drops,
-                                 next_change=horizons.get(id(note)), last_active=last_active)
-        out.arcs[arc.cluster_id] = decision
+        out.arcs[arc.cluster_id] = built(ArcDecision, _DECISION_FIELDS,  # 10 000 a pass: no generated __init__
+                                         (note, heat, status, path, move, drops, horizons.get(id(note)), last_active))
     return out
 
 

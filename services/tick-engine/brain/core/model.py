@@ -17,6 +17,21 @@ from brain.core.vocab import TOMBSTONE_STATUSES
 CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
+def field_names(cls: Any) -> list[str]:
+    """A dataclass's field names, in the order its constructor takes them."""
+    return [f.name for f in fields(cls)]
+
+
+def built(cls: Any, names: list[str], values: Any) -> Any:
+    """A frozen dataclass from its field values (``names``: :func:`field_names` of ``cls``), without
+    its generated ``__init__``, which sets each field through ``object.__setattr__``: several times
+    faster where 10 000 are made at once, and the same object for ``==``, ``hash`` and every reader.
+    A value missing or extra for a name raises, like the constructor."""
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", dict(zip(names, values, strict=True)))
+    return obj
+
+
 @dataclass(frozen=True)
 class Problem:
     path: str

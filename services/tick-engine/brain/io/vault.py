@@ -15,7 +15,6 @@ Arcs are the ``cluster_id`` notes in the compartment folders (SPEC §3); anywher
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import hashlib
 import marshal
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.core.markers import Marker
-from brain.core.model import Activity, ArcInfo, Note, Problem
+from brain.core.model import Activity, ArcInfo, Note, Problem, built, field_names
 from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write
@@ -54,26 +53,12 @@ def expect_of(note: Note) -> Expect:
 
 # --- the parse cache ----------------------------------------------------------------------
 
-def _names(cls: Any) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls)]
-
-
 #: Changes whenever a cached type gains, loses or reorders a field.
-CACHE_KEY = hashlib.sha1(repr((CACHE_VERSION, _names(Note), _names(ArcInfo), _names(Activity), _names(Marker),
-                               _names(Problem))).encode(), usedforsecurity=False).hexdigest()
-_NOTE_NAMES, _ARC_NAMES, _ACTIVITY_NAMES = _names(Note), _names(ArcInfo), _names(Activity)
-_MARKER_NAMES, _PROBLEM_NAMES = _names(Marker), _names(Problem)
+CACHE_KEY = hashlib.sha1(repr((CACHE_VERSION, field_names(Note), field_names(ArcInfo), field_names(Activity), field_names(Marker),
+                               field_names(Problem))).encode(), usedforsecurity=False).hexdigest()
+_NOTE_NAMES, _ARC_NAMES, _ACTIVITY_NAMES = field_names(Note), field_names(ArcInfo), field_names(Activity)
+_MARKER_NAMES, _PROBLEM_NAMES = field_names(Marker), field_names(Problem)
 _ACTIVITY_AT = _ARC_NAMES.index("activity")
-_new, _set = object.__new__, object.__setattr__
-
-
-def _built(cls: Any, names: list[str], values: Any) -> Any:
-    """A frozen dataclass from its field values, without its generated ``__init__`` (which sets
-    each field through ``object.__setattr__``): several times faster, and the same object for ``==``,
-    ``hash`` and every reader. Only for the cache's own rows, whose layout ``CACHE_KEY`` pins."""
-    obj = _new(cls)
-    _set(obj, "__dict__", dict(zip(names, values, strict=True)))
-    return obj
 
 
 def _note_row(note: Note) -> tuple[Any, ...]:
@@ -99,13 +84,13 @@ def _note_of(row: tuple[Any, ...]) -> Note:
     arc_row = values[_NOTE_ARC_AT]
     if arc_row is not None:
         arc_values = list(arc_row)
-        arc_values[_ACTIVITY_AT] = _built(Activity, _ACTIVITY_NAMES, arc_values[_ACTIVITY_AT])
-        values[_NOTE_ARC_AT] = _built(ArcInfo, _ARC_NAMES, arc_values)
+        arc_values[_ACTIVITY_AT] = built(Activity, _ACTIVITY_NAMES, arc_values[_ACTIVITY_AT])
+        values[_NOTE_ARC_AT] = built(ArcInfo, _ARC_NAMES, arc_values)
     if values[_MARKERS_AT]:
-        values[_MARKERS_AT] = tuple([_built(Marker, _MARKER_NAMES, m) for m in values[_MARKERS_AT]])
+        values[_MARKERS_AT] = tuple([built(Marker, _MARKER_NAMES, m) for m in values[_MARKERS_AT]])
     if values[_PROBLEMS_AT]:
-        values[_PROBLEMS_AT] = tuple([_built(Problem, _PROBLEM_NAMES, p) for p in values[_PROBLEMS_AT]])
-    note: Note = _built(Note, _NOTE_NAMES, values)
+        values[_PROBLEMS_AT] = tuple([built(Problem, _PROBLEM_NAMES, p) for p in values[_PROBLEMS_AT]])
+    note: Note = built(Note, _NOTE_NAMES, values)
     return note
 
 
