@@ -671,8 +671,9 @@ def verify_written(
                                         if p in snapshot.notes})
         reread = len(updated)
         snapshot = snapshot.with_changes(updated)
-    if dry_run:
-        failures.extend(_duplicate_failures(snapshot))
+    if dry_run:  # a real run takes them from its second keeper pass below, which groups by cluster_id anyway
+        failures.extend(_duplicate_failures({cid: sorted(n.path for n in notes)
+                                             for cid, notes in snapshot.arcs_by_id().items() if len(notes) > 1}))
     written = set(result.written) | {dst for _, dst in result.moved}
     for path in sorted(written):
         found = snapshot.notes.get(path)
@@ -682,10 +683,7 @@ def verify_written(
     if dry_run:
         return snapshot, reread, failures
     check = decide(snapshot.notes.values(), now, s, reuse=decided)
-    failures[:0] = [  # the second pass groups the arcs by cluster_id anyway: no separate walk for duplicates
-        Problem(paths[0], None, f"verify: cluster_id {cid} is in {len(paths)} files: " + ", ".join(paths))
-        for cid, paths in sorted(check.duplicates.items())
-    ]
+    failures[:0] = _duplicate_failures(check.duplicates)
     conscious = _conscious(check)
     if conscious > s.conscious_cap:
         failures.append(Problem("frontal-lobe/conscious", None,
@@ -721,12 +719,11 @@ def verify_vault(
     return failures
 
 
-def _duplicate_failures(snapshot: Snapshot) -> list[Problem]:
+def _duplicate_failures(duplicates: Mapping[str, list[str]]) -> list[Problem]:
+    """``duplicates``: cluster_id -> the sorted paths of the files that hold it."""
     return [
-        Problem(notes[0].path, None, f"verify: cluster_id {cid} is in {len(notes)} files: "
-                + ", ".join(sorted(n.path for n in notes)))
-        for cid, notes in sorted(snapshot.arcs_by_id().items())
-        if len(notes) > 1
+        Problem(paths[0], None, f"verify: cluster_id {cid} is in {len(paths)} files: " + ", ".join(paths))
+        for cid, paths in sorted(duplicates.items())
     ]
 
 
