@@ -275,9 +275,9 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     for note, heat, last_active, managed, conscious in live:
         arc = note.arc
         assert arc is not None
-        known_drops = reused.get(id(note))
-        drops = known_drops if known_drops is not None else \
-            tuple(m for m in note.markers if m.type == "signal" and is_tombstoned_signal(m, now)) if note.markers else ()
+        drops = reused.get(id(note))
+        if drops is None:
+            drops = tuple(m for m in note.markers if m.type == "signal" and is_tombstoned_signal(m, now))
         status, path, move = arc.status, note.path, None
         if managed:
             name = file_name(arc.cluster_id)

@@ -30,8 +30,8 @@ from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write
 
-__all__ = ["ChangedError", "ScanStats", "Snapshot", "expect_of", "feed_relative", "listing_of", "read_current",
-           "read_texts", "save_cache", "scan", "walk"]
+__all__ = ["ChangedError", "ScanStats", "Snapshot", "expect_of", "feed_relative", "listing_of", "load_marshal",
+           "read_current", "read_texts", "save_cache", "scan", "walk"]
 
 CACHE_FILE = ".brain/parse-cache"
 #: Bump when the cache's meaning changes without a field change (e.g. the arc-folder rule).
@@ -53,11 +53,11 @@ def expect_of(note: Note) -> Expect:
 
 # --- the parse cache ----------------------------------------------------------------------
 
-#: Changes whenever a cached type gains, loses or reorders a field.
-CACHE_KEY = hashlib.sha1(repr((CACHE_VERSION, field_names(Note), field_names(ArcInfo), field_names(Activity), field_names(Marker),
-                               field_names(Problem))).encode(), usedforsecurity=False).hexdigest()
 _NOTE_NAMES, _ARC_NAMES, _ACTIVITY_NAMES = field_names(Note), field_names(ArcInfo), field_names(Activity)
 _MARKER_NAMES, _PROBLEM_NAMES = field_names(Marker), field_names(Problem)
+#: Changes whenever a cached type gains, loses or reorders a field.
+CACHE_KEY = hashlib.sha1(repr((CACHE_VERSION, _NOTE_NAMES, _ARC_NAMES, _ACTIVITY_NAMES, _MARKER_NAMES,
+                               _PROBLEM_NAMES)).encode(), usedforsecurity=False).hexdigest()
 _ACTIVITY_AT = _ARC_NAMES.index("activity")
 
 
@@ -107,7 +107,9 @@ OVERLAY_SHARE, OVERLAY_MIN = 0.05, 256
 OVERLAY_FILE = CACHE_FILE + "-delta"
 
 
-def _loads(path: Path) -> Any:
+def load_marshal(path: Path) -> Any:
+    """A :mod:`marshal` file's value, or None when it is missing or damaged (the brain's state
+    files are best effort: a bad one only costs recomputing it)."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -127,13 +129,13 @@ def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str,
     """The cached rows, the time the base was written (0 when missing, stale or corrupt), and
     for the rows that came from the overlay, the time the overlay was written."""
     _BASE.update(vault=vault, written=0, paths=frozenset(), overlay=frozenset())
-    raw = _loads(vault / CACHE_FILE)
+    raw = load_marshal(vault / CACHE_FILE)
     if not (isinstance(raw, tuple) and len(raw) == 3 and raw[0] == CACHE_KEY and isinstance(raw[2], dict)
             and isinstance(raw[1], int)):
         return {}, 0, {}
     written, rows = raw[1], raw[2]
     _BASE.update(written=written, paths=frozenset(rows))
-    overlay = _loads(vault / OVERLAY_FILE)
+    overlay = load_marshal(vault / OVERLAY_FILE)
     later: dict[str, int] = {}
     if (isinstance(overlay, tuple) and len(overlay) == 5 and overlay[0] == CACHE_KEY and overlay[1] == written
             and isinstance(overlay[2], int) and isinstance(overlay[3], dict) and isinstance(overlay[4], tuple)):

@@ -52,7 +52,7 @@ from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.io import writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
 from brain.io.transaction import Transaction, preview, transaction
-from brain.io.vault import feed_relative, listing_of, read_texts, save_cache, scan
+from brain.io.vault import feed_relative, listing_of, load_marshal, read_texts, save_cache, scan
 from brain.pipeline.keeper import KeeperPlan, plan_keeper, write_external_feed
 from brain.settings import Settings
 
@@ -225,10 +225,7 @@ def fingerprint(s: Settings, listing: Listing, feed_dir: Path) -> str:
 
 def _load_memo(vault: Path, s: Settings) -> dict[str, Remembered]:
     """The heat memo the last tick left, or nothing (missing, corrupt, other settings or code)."""
-    try:
-        raw = marshal.loads((vault / MEMO_FILE).read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
+    raw = load_marshal(vault / MEMO_FILE)
     if not (isinstance(raw, tuple) and len(raw) == 2 and raw[0] == _settings_digest(s) and isinstance(raw[1], dict)):
         return {}
     try:
