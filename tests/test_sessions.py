@@ -190,6 +190,29 @@ def test_project_comes_from_cwd_not_the_folder_name() -> None:
     assert sessions["019e1625-789d-76c0-80ab-3724b5ddb799"].git_branch == "feat/codex-agent-plugin"
 
 
+def test_a_worktree_session_belongs_to_its_repository() -> None:
+    # /home/USER/projects/spotter-worktrees/spotter-dov, a worktree of spotter (branch spotter-dov)
+    sessions = by_id(run(CLAUDE, CODEX))
+    assert sessions["4d5611e5-241a-462a-8d15-5122611a9569"].project == "spotter"
+    assert sessions["d6e0bada-1959-4eec-a9d2-0bfade768d8f"].project == "spotter"  # the main checkout
+
+
+@pytest.mark.parametrize(("cwd", "project"), [
+    ("/home/u/projects/spotter-worktrees/spotter-4te", "spotter"),
+    ("/home/u/projects/spotter-worktrees/spotter-fum/assets", "spotter"),  # a sub-folder of a worktree
+    ("/home/u/projects/spotter.worktrees/fix-login", "spotter"),
+    ("C:\\src\\app_worktrees\\feature", "app"),
+    ("/home/u/projects/spotter/worktrees/spotter-gqc", "spotter"),  # named after the repository
+    ("/repo/app/.claude/worktrees/agent-ab1e6e14", "app"),
+    ("/repo/app/.worktrees/feature", "app"),
+    ("/home/u/worktrees/feature", "feature"),  # a bare worktrees folder says nothing about a repository
+    ("/home/u/spotter-worktrees", "spotter-worktrees"),  # the folder itself, no worktree inside
+    ("/home/u/projects/spotter", "spotter"),
+])
+def test_project_name_maps_worktrees_to_their_repository(cwd: str, project: str) -> None:
+    assert sessions_io.project_name(cwd) == project
+
+
 def test_times_come_from_records() -> None:
     sessions = by_id(run(CLAUDE, CODEX))
     long_codex = sessions["019c8a59-e9dd-71f0-9ae3-4079fe9726a9"]
@@ -227,7 +250,8 @@ def test_filters() -> None:
     everything = run(CLAUDE, CODEX)
     assert len(run(CLAUDE, CODEX, agent="codex").sessions) == 5
     only = run(CLAUDE, CODEX, project="spotter")
-    assert {s.project for s in only.sessions} == {"spotter", "spotter-dov"}
+    assert {s.project for s in only.sessions} == {"spotter"}  # the spotter-dov worktree included
+    assert len(only.sessions) == 3
     five = run(CLAUDE, CODEX, min_turns=5)
     assert all(s.user_turns >= 5 for s in five.sessions) and len(five.sessions) < len(everything.sessions)
     window = run(CLAUDE, CODEX, since="2026-02-01T00:00:00Z", until="2026-02-28T00:00:00Z")
