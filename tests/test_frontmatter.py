@@ -245,3 +245,55 @@ def test_any_edit_reparses_strictly_and_keeps_other_values_and_comments(
             assert comment in out
     out = fm.set_keys(text, updates)
     assert fm.load(out) == {**before, **updates}
+
+
+# --- the fast paths agree with the plain algorithms they replace (issue 10) ------------------
+
+
+def _split_line_by_line(text: str) -> tuple[str, str, str | None] | None:
+    """The closing line found by walking every line: the first that strips to --- or ...."""
+    if not text.startswith("---\n"):
+        return None
+    pos = 4
+    while True:
+        end = text.find("\n", pos)
+        line = text[pos:] if end == -1 else text[pos:end]
+        if line.rstrip() in ("---", "..."):
+            after = len(text) if end == -1 else end + 1
+            closing = text[pos:after]
+            return text[4:pos], text[after:], None if closing == "---\n" else closing
+        if end == -1:
+            return ("error", "", None)
+        pos = end + 1
+
+
+_split_lines = st.sampled_from(["---", "...", "--- ", "---\r", "...  ", "----", "---x", "..x", "a: 1", "- b",
+                                "  c: d", "", " ---", "\t", "---\x0b", "x --- y"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_split_lines, max_size=8), st.booleans())
+def test_split_finds_the_closing_line_a_line_by_line_walk_finds(lines: list[str], final_newline: bool) -> None:
+    text = "---\n" + "\n".join(lines) + ("\n" if final_newline else "")
+    expected = _split_line_by_line(text)
+    try:
+        document = fm.split(text)
+    except fm.FrontmatterError:
+        assert expected == ("error", "", None)
+        return
+    assert (document.frontmatter, document.body, document.closing) == expected
+    assert document.render() == text
+
+
+def test_remembered_scalars_resolve_like_fresh_ones_every_time() -> None:
+    for raw in ("complete", "0", "007", "yes", "true", "~", "a: b", "x:", "1.5", "-3", "'q''s'", '"d"', "#c"):
+        for _ in range(3):  # the first call resolves, later ones come from the memo
+            try:
+                fresh: object = fm._resolved(raw)
+            except fm._NotSimple:
+                fresh = "declined"
+            try:
+                memo: object = fm._scalar(raw)
+            except fm._NotSimple:
+                memo = "declined"
+            assert memo == fresh and type(memo) is type(fresh), raw

@@ -85,10 +85,22 @@ class Document:
 
 def split(text: str) -> Document:
     """Cut ``text`` at its frontmatter; raises FrontmatterError for an unterminated block."""
+    if text.startswith("---\n"):
+        # The closing line is the first line that strips to "---" or "...": such a line starts
+        # with one of them, so only those lines are looked at (found by the regex engine).
+        pos = 4
+        while True:
+            found = _CLOSING_CANDIDATE.search(text, pos)
+            if found is None:
+                raise FrontmatterError("frontmatter has no closing '---' line", line=1)
+            begin, end = found.span()
+            if text[begin:end].rstrip() in ("---", "..."):
+                after = end + 1 if end < len(text) else end
+                closing = text[begin:after]
+                return Document(text[4:begin], text[after:], "\n", None if closing == "---\n" else closing)
+            pos = end
     if text.startswith("---\r\n"):
         newline = "\r\n"
-    elif text.startswith("---\n"):
-        newline = "\n"
     else:
         return Document(None, text)
     start = 3 + len(newline)
@@ -103,6 +115,10 @@ def split(text: str) -> Document:
         if end == -1:
             raise FrontmatterError("frontmatter has no closing '---' line", line=1)
         pos = end + len(newline)
+
+
+#: A line (of "\n"-separated text) that starts like a closing line.
+_CLOSING_CANDIDATE = re.compile(r"^(?:---|\.\.\.)[^\n]*", re.MULTILINE)
 
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -123,7 +139,7 @@ class _NotSimple(Exception):
     pass
 
 
-def _scalar(raw: str) -> Any:
+def _resolved(raw: str) -> Any:
     """One plain or simply quoted scalar, resolved exactly as :class:`_Loader` would."""
     if raw.startswith("'"):
         if len(raw) < 2 or not raw.endswith("'") or "'" in raw[1:-1].replace("''", ""):
@@ -156,6 +172,42 @@ def _scalar(raw: str) -> Any:
     return raw
 
 
+_DECLINED, _MISSING = object(), object()
+#: Short scalars already resolved (statuses, counts, agent names, regions repeat in every arc):
+#: a dictionary lookup instead of the resolver walk. Values are immutable; bounded in size.
+_SHORT: dict[str, Any] = {}
+SHORT_SCALAR_CHARS, SHORT_SCALARS_KEPT = 24, 4096
+
+
+def _scalar(raw: str) -> Any:
+    """:func:`_resolved`, remembered for short scalars."""
+    value = _SHORT.get(raw, _MISSING)
+    if value is _MISSING:
+        try:
+            value = _resolved(raw)
+        except _NotSimple:
+            value = _DECLINED
+        if len(raw) <= SHORT_SCALAR_CHARS and len(_SHORT) < SHORT_SCALARS_KEPT:
+            _SHORT[raw] = value
+    if value is _DECLINED:
+        raise _NotSimple
+    return value
+
+
+#: Top-level and nested keys already checked against :data:`_PLAIN_KEY` (arcs share their keys).
+_KEYS: dict[str, bool] = {}
+KEYS_KEPT = 1024
+
+
+def _plain_key(key: str) -> bool:
+    known = _KEYS.get(key)
+    if known is None:
+        known = _PLAIN_KEY.match(key) is not None
+        if len(_KEYS) < KEYS_KEPT:
+            _KEYS[key] = known
+    return known
+
+
 def fast_load(frontmatter: str) -> dict[str, Any] | None:
     """The frontmatter mapping for the plain subset arcs use; None for anything else.
 
@@ -166,21 +218,32 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     lines = frontmatter.split("\n")
     index, count = 0, len(lines)
+    keys, short, missing, declined = _KEYS, _SHORT, _MISSING, _DECLINED  # the hot loop's lookups, inlined
     try:
         while index < count:
             line = lines[index]
             index += 1
-            if not line.strip():
-                continue
-            if line[0] in " \t#-" or "\r" in line:
+            if not line or line[0] in " \t#-" or line[0].isspace():
+                if not line.strip():
+                    continue
+                return None
+            if "\r" in line:
                 return None
             key, sep, rest = line.partition(":")
-            if not sep or not _PLAIN_KEY.match(key) or key in out or (rest and rest[0] != " "):
+            if not sep or key in out or not (keys.get(key) or _plain_key(key)):
                 return None
-            rest = rest.strip()
             if rest:
-                out[key] = _scalar(rest)
-                continue
+                if rest[0] != " ":
+                    return None
+                rest = rest.strip()
+                if rest:
+                    value = short.get(rest, missing)
+                    if value is missing:
+                        value = _scalar(rest)
+                    elif value is declined:
+                        return None
+                    out[key] = value
+                    continue
             # A block below the key: "- item" lines, or "  sub: value" lines, or nothing (null).
             block: list[str] = []
             while index < count and (lines[index].startswith((" ", "-")) or not lines[index].strip()):
@@ -195,7 +258,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
                 nested: dict[str, Any] = {}
                 for b in block:
                     sub, sub_sep, sub_rest = b[2:].partition(":")
-                    if not sub_sep or not _PLAIN_KEY.match(sub) or sub in nested or (sub_rest and sub_rest[0] != " "):
+                    if not sub_sep or sub in nested or not _plain_key(sub) or (sub_rest and sub_rest[0] != " "):
                         return None
                     sub_rest = sub_rest.strip()
                     if not sub_rest:
@@ -304,17 +367,24 @@ def set_scalars(frontmatter: str, updates: dict[str, int | str]) -> str | None:
                                        and value not in _YAML_WORDS)
         ):
             return None
-        pattern = re.compile(rf"^{re.escape(key)}:[ \t]*(-?\d+|[A-Za-z][A-Za-z-]*)[ \t]*$", re.MULTILINE)
-        matches = pattern.findall(out)
-        if len(matches) != 1 or matches[0].lower() in _YAML_WORDS:
+        pattern = _SCALAR_LINES.get(key)
+        if pattern is None:
+            pattern = re.compile(rf"^{re.escape(key)}:[ \t]*(-?\d+|[A-Za-z][A-Za-z-]*)[ \t]*$", re.MULTILINE)
+            if len(_SCALAR_LINES) < KEYS_KEPT:
+                _SCALAR_LINES[key] = pattern
+        matches = list(pattern.finditer(out))
+        if len(matches) != 1 or matches[0].group(1).lower() in _YAML_WORDS:
             return None
-        out = pattern.sub(f"{key}: {value}", out, count=1)
+        begin, end = matches[0].span()
+        out = f"{out[:begin]}{key}: {value}{out[end:]}"
     edited = fast_load(out)
     if edited is None or any(edited.get(key) != value for key, value in updates.items()):
         return None
     return out
 
 
+#: The line patterns of :func:`set_scalars`, one per key edited.
+_SCALAR_LINES: dict[str, re.Pattern[str]] = {}
 _YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n"})
 _BLOCK_SCALAR = re.compile(r":\s*[|>][0-9+-]*\s*(?:#.*)?$")
 # The comment after a one-line value: after a quoted scalar, or after " #" in a plain one.
