@@ -108,6 +108,21 @@ def test_project_macro_weighs_each_project_the_same() -> None:
     assert agg.r_kn_project == 0.5 and agg.r_kn_session == 0.75 and agg.r_kn_micro == 0.75
 
 
+def test_precision_per_project_counts_the_scored_targets_of_each_project_once() -> None:
+    items = (NeededItem("file", "a.py", ("a py",), "a.py", 0),)
+    keys = frozenset({"a.py"})
+    rows = [
+        m.Scored("a1", "a", m.score_feed("- a.py\n- other", items, keys, "a")),  # 1/2
+        m.Scored("a2", "a", m.score_feed("- a.py", items, keys, "a")),  # 1/1
+        m.Scored("a3", "a", m.score_feed("- a.py", items, keys, "a")),  # 1/1
+        m.Scored("b1", "b", m.score_feed("- other\n- more", items, keys, "b")),  # 0/2
+        m.Scored("c1", "c", m.score_feed("- other", items, frozenset(), "c")),  # nothing knowable: not scored
+    ]
+    agg = m.aggregate(rows)
+    assert agg.precision == pytest.approx((0.5 + 1 + 1 + 0 + 0) / 5)  # session mean, every target
+    assert agg.precision_project == pytest.approx(((0.5 + 1 + 1) / 3 + 0) / 2)  # projects a and b only
+
+
 def test_bootstrap_is_deterministic_and_seeded() -> None:
     values = [0.0, 0.5, 1.0, 0.25, 0.75, 0.1]
     first = m.bootstrap_ci(values)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from brain.core.feed import tokens
@@ -196,13 +196,23 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
-def project_macro(rows: Sequence[Scored]) -> float | None:
-    """Mean over projects of the mean R_kn of their targets (each project weighs the same)."""
+def project_macro(rows: Sequence[Scored], value: Callable[[FeedScore], float | None] = lambda s: s.r_kn,
+                  ) -> float | None:
+    """Mean over projects of the mean ``value`` (R_kn unless given) of their targets, each
+    project weighing the same; a target whose value is None does not count."""
     by_project: dict[str, list[float]] = defaultdict(list)
     for row in rows:
-        if row.score.r_kn is not None:
-            by_project[row.project].append(row.score.r_kn)
+        number = value(row.score)
+        if number is not None:
+            by_project[row.project].append(number)
     return _mean(sum(v) / len(v) for _, v in sorted(by_project.items()))
+
+
+def scored_precision(score: FeedScore) -> float | None:
+    """Precision of a target R_kn scores (knowable items exist); None otherwise: where no
+    earlier session had any of the items, every feed's lines score 0 (the oracle has none),
+    which says something about the logs, not about the feed."""
+    return score.precision if score.r_kn is not None else None
 
 
 @dataclass(frozen=True)
@@ -216,7 +226,8 @@ class Aggregate:
     per_kind: Mapping[str, float | None]
     r_all: float | None
     project_hit: float | None
-    precision: float | None
+    precision: float | None  # session mean over every target
+    precision_project: float | None  # per-project macro over the targets R_kn scores
     tokens: float | None
     tokens_per_hit: float | None
     lucky_hits: int
@@ -240,6 +251,7 @@ def aggregate(rows: Sequence[Scored]) -> Aggregate:
         r_all=_mean(s.r_all for s in scores),
         project_hit=_mean(1.0 if s.project_hit else 0.0 for s in scores),
         precision=_mean(s.precision for s in scores),
+        precision_project=project_macro(rows, scored_precision),
         tokens=_mean(float(s.tokens) for s in scores),
         tokens_per_hit=token_sum / hits if hits else None,
         lucky_hits=sum(len(s.lucky) for s in scores),

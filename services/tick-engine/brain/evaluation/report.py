@@ -55,21 +55,25 @@ def human(evaluation: Evaluation) -> str:
     out += _table(header, rows, align_left=2)
     out += ["", "Aggregate (R_kn: per-project macro, session macro, micro; early = first 20 tool calls)"]
     header = ["feed", "R_kn/proj", "R_kn/sess", "micro", "early", *KINDS, "R_all", "proj_hit", "precision",
-              "tokens", "tok/hit", "lucky"]
+              "prec/proj", "tokens", "tok/hit", "lucky"]
     rows = []
     for name in FEEDS:
         a = evaluation.aggregates[name]
         rows.append([name, _num(a.r_kn_project), _num(a.r_kn_session), _num(a.r_kn_micro), _num(a.r_kn_early),
                      *(_num(a.per_kind[k]) for k in KINDS), _num(a.r_all), _num(a.project_hit),
-                     _num(a.precision), _num(a.tokens, 0), _num(a.tokens_per_hit, 0), str(a.lucky_hits)])
+                     _num(a.precision), _num(a.precision_project), _num(a.tokens, 0), _num(a.tokens_per_hit, 0),
+                     str(a.lucky_hits)])
     out += _table(header, rows)
-    out += ["", "Per project (R_kn session macro within the project; brain's project hit, precision and tokens)"]
-    header = ["project", "targets", "scored", *(SHORT[f] for f in FEEDS), "proj_hit", "precision", "tokens"]
+    out += ["", "Per project (R_kn session macro within the project; brain's project hit, precision over all "
+            "targets and over the scored ones, and tokens)"]
+    header = ["project", "targets", "scored", *(SHORT[f] for f in FEEDS), "proj_hit", "precision", "prec(K)",
+              "tokens"]
     rows = []
     for project, feeds in per_project(evaluation).items():
         ours = feeds[BRAIN]
         rows.append([project[:20], str(ours.targets), str(ours.scored), *(_num(feeds[f].r_kn_session) for f in FEEDS),
-                     _num(ours.project_hit), _num(ours.precision), _num(ours.tokens, 0)])
+                     _num(ours.project_hit), _num(ours.precision), _num(ours.precision_project),
+                     _num(ours.tokens, 0)])
     out += _table(header, rows)
     rediscovery = evaluation.aggregates[BRAIN].rediscovery
     terms = ", ".join(f"{SHORT[f]} {_num(evaluation.aggregates[f].terms)}" for f in FEEDS)
@@ -145,7 +149,8 @@ def _aggregate(a: Aggregate) -> dict[str, Any]:
         "r_kn_session": _round(a.r_kn_session), "r_kn_micro": _round(a.r_kn_micro),
         "r_kn_early": _round(a.r_kn_early), "per_kind": {k: _round(v) for k, v in a.per_kind.items()},
         "r_all": _round(a.r_all), "project_hit": _round(a.project_hit), "precision": _round(a.precision),
-        "tokens": _round(a.tokens), "tokens_per_hit": _round(a.tokens_per_hit), "lucky_hits": a.lucky_hits,
+        "precision_project": _round(a.precision_project), "tokens": _round(a.tokens),
+        "tokens_per_hit": _round(a.tokens_per_hit), "lucky_hits": a.lucky_hits,
         "rediscovery": _round(a.rediscovery), "terms_r_kn": _round(a.terms),
     }
 
@@ -187,6 +192,7 @@ def as_json(evaluation: Evaluation) -> str:
             project: {"targets": feeds[BRAIN].targets, "scored": feeds[BRAIN].scored,
                       "r_kn": {name: _round(a.r_kn_session) for name, a in feeds.items()},
                       "project_hit": _round(feeds[BRAIN].project_hit), "precision": _round(feeds[BRAIN].precision),
+                      "precision_scored": _round(feeds[BRAIN].precision_project),
                       "tokens": _round(feeds[BRAIN].tokens)}
             for project, feeds in per_project(evaluation).items()
         },
