@@ -106,7 +106,7 @@ def test_project_feed_sections_in_order_and_what_crosses_projects(vault: Path) -
     assert "Beta only: use go 1.23." not in alpha  # another project's own inject
     assert "`uv run pytest`" in alpha and "`make lint`" in alpha and "`SchemaV2`" in alpha
     # error names, older arcs included; KeyError is not repeated: the lesson and the handoff say it
-    assert "- Errors seen: `ValidationError`" in alpha
+    assert "; errors seen: `ValidationError`\n" in alpha and "KeyError`" not in alpha.split("errors seen:")[1]
     assert "Keep the importer streaming" in alpha and "fixed by editing `lib/parse.py`" in alpha
     beta = project_feed(vault, "beta")
     assert "CI is flaky" not in beta and "Fix the importer" not in beta

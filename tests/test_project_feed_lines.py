@@ -46,11 +46,11 @@ def test_an_identifier_the_files_or_commands_already_name_is_not_listed_again() 
                      commands=["mix phx.server"], identifiers=["index.html", "phx.server", "render_index"])
     latest = arc_note("2026-11-21-b-0123456789c2", title="Fix the parser", files=["lib/parse.py"])
     text = rendered([latest, older])
-    assert lines_starting(text, "- Identifiers:") == ["- Identifiers: `render_index`"]
+    assert lines_starting(text, "- Commands:") == ["- Commands: `mix phx.server`; identifiers: `render_index`"]
     only_repeats = arc_note("2026-11-19-a-0123456789c1", title="Render the index", created="2026-11-19T09:00:00Z",
                             last_active="2026-11-19T10:00:00Z", files=["templates/index.html"],
                             commands=["mix phx.server"], identifiers=["index.html", "phx.server"])
-    assert lines_starting(rendered([latest, only_repeats]), "- Identifiers") == []  # nothing new: no line
+    assert lines_starting(rendered([latest, only_repeats]), "- Commands:") == ["- Commands: `mix phx.server`"]
 
 
 def test_an_error_name_a_lesson_already_gives_is_not_repeated_and_an_empty_list_is_no_line() -> None:
@@ -61,7 +61,7 @@ def test_an_error_name_a_lesson_already_gives_is_not_repeated_and_an_empty_list_
                      last_active="2026-11-19T10:00:00Z", open_errors=["ValidationError: bad date"])
     assert lines_starting(rendered([latest, older]), "- Errors seen:") == ["- Errors seen: `ValidationError`"]
     text = rendered([latest])
-    assert "KeyError" in text and lines_starting(text, "- Errors seen") == []
+    assert "KeyError" in text and "rrors seen" not in text
 
 
 def test_one_arcs_lessons_share_one_dated_line_or_its_row() -> None:
@@ -145,3 +145,18 @@ def test_errors_met_and_resolved_are_seen_by_the_next_session() -> None:
                      last_active="2026-11-19T10:00:00Z", errors_met=["AssertionError", "ECONNREFUSED"])
     assert lines_starting(rendered([latest, older]), "- Errors seen:") == [
         "- Errors seen: `AssertionError`, `ECONNREFUSED`"]
+
+
+def test_used_here_is_two_dense_lines_files_then_the_rest() -> None:
+    """Precision: one line that names many things, not many lines that each name a few."""
+    files = [f"lib/module_{i}.ex" for i in range(20)]
+    latest = arc_note("2026-11-21-b-0123456789d4", title="Fix the parser", files=["lib/parse.py"])
+    older = arc_note("2026-11-19-a-0123456789d5", title="Schema", created="2026-11-19T09:00:00Z",
+                     last_active="2026-11-19T10:00:00Z", files=files, commands=["mix test", "bd show"],
+                     identifiers=["spotter-dov"], errors_met=["ArgumentError"])
+    text = rendered([latest, older])
+    used = text[text.index("## Used here recently"):].splitlines()[2:]
+    assert used == [
+        "- Files: " + ", ".join(f"`{f}`" for f in files),
+        "- Commands: `mix test`, `bd show`; identifiers: `spotter-dov`; errors seen: `ArgumentError`",
+    ]

@@ -14,9 +14,9 @@ order, and only the sections that have something to say:
 4. lessons and decisions from ``@lesson`` / ``@decision`` markers of the recent arcs without
    a row (the latest, mostly), one dated line per arc (a mined decision that is a question or
    a request to the agent is left out);
-5. used here recently: files, commands, identifiers and errors, aggregated over the recent
-   arcs and ranked; an identifier the files or commands name, or an error name a lesson or
-   the handoff gives, is not repeated, and a list left empty is no line;
+5. used here recently: files (one line), then commands, identifiers and errors (one line),
+   aggregated over the recent arcs and ranked; an identifier the files or commands name, or
+   an error name a lesson or the handoff gives, is not repeated, and an empty list says nothing;
 6. injected context: this project's ``@inject`` blocks, operator notes', and ``target=all``.
 
 Each file is fitted to ``feed_token_budget`` on its own (it replaces the global feed for
@@ -57,7 +57,7 @@ PRIORITY = 50
 RECENT_ARCS = 2
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
-MAX_FILES, FILES_PER_LINE = 36, 12
+MAX_FILES = 36
 MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS, MAX_ERROR_NAMES = 14, 20, 6, 10
 MAX_TODOS, MAX_LESSONS, MAX_DECISIONS, LESSON_ARCS = 8, 3, 1, 3
 ARC_FILES, IN_PLAY_FILES = 5, 8
@@ -67,7 +67,7 @@ UNKNOWN_PROJECTS = frozenset({"", "unknown"})
 
 # Cut order inside a project file (lowest first); handoff and the top arcs are never cut.
 RANK_RECENT = 25  # recent-work.md rows, in the global cut order
-RANK_ERRORS_SEEN, RANK_IDENTIFIERS, RANK_MORE_FILES, RANK_LESSON = 31, 33, 35, 45
+RANK_LESSON = 45
 RANK_ARC, RANK_COMMANDS, RANK_FILES, RANK_HANDOFF = 55, 57, 58, RANK_HOT + 5
 
 HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
@@ -406,34 +406,31 @@ def said(item: str, shown: str) -> bool:
 
 
 def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[FeedItem]:
-    """Files, commands, identifiers and errors of the recent arcs, ranked; an identifier this
-    section's files or commands already name (``index.html`` beside ``templates/index.html``,
-    ``phx.server`` beside ``mix phx.server``) is not listed twice."""
+    """Files, then commands, identifiers and errors of the recent arcs, ranked, on two lines
+    (a line that names many things rather than many lines that each name a few); an
+    identifier the files or commands already name (``index.html`` beside
+    ``templates/index.html``, ``phx.server`` beside ``mix phx.server``) is not listed twice."""
     window = arcs[:AGGREGATE_ARCS]
     items = []
     shown = set(files_in_play(arcs[0].arc)) if arcs else set()
     files = [f for f in ranked((pa.arc.files for pa in window), MAX_FILES + len(shown))
              if f not in shown and not f.startswith(SCRATCH_PREFIXES)][:MAX_FILES]
-    for start in range(0, len(files), FILES_PER_LINE):
-        chunk = code_list(_text(f, 100) for f in files[start : start + FILES_PER_LINE])
-        label = "Files" if start == 0 else "More files"
-        items.append(FeedItem(f"- {label}: {chunk}", RANK_FILES if start == 0 else RANK_MORE_FILES - start,
-                              section=USED))
+    if files:
+        items.append(FeedItem(f"- Files: {code_list(_text(f, 100) for f in files)}", RANK_FILES, section=USED))
     commands = ranked((pa.arc.commands for pa in window), MAX_COMMANDS)
-    if commands:
-        items.append(FeedItem(f"- Commands: {code_list(_text(c, 80) for c in commands)}", RANK_COMMANDS, section=USED))
     listed = words_of("\n".join([*files, *commands]))
     identifiers = [i for i in ranked((pa.arc.identifiers for pa in window), MAX_IDENTIFIERS * 2)
                    if not said(i, listed)][:MAX_IDENTIFIERS]
-    if identifiers:
-        items.append(FeedItem(f"- Identifiers: {code_list(_text(i, 80) for i in identifiers)}", RANK_IDENTIFIERS,
-                              section=USED))
     # An error name is worth its own mention only where no lesson or unresolved error above
     # already says what failed and how it was fixed.
-    told = shown_by(above, RANK_ERRORS_SEEN)
+    told = shown_by(above, RANK_LESSON)
     errors = [e for e in error_names(window) if not said(e, told)]
-    if errors:
-        items.append(FeedItem(f"- Errors seen: {code_list(errors)}", RANK_ERRORS_SEEN, section=USED))
+    parts = [f"{label}: {code_list(_text(i, 80) for i in found)}"
+             for label, found in (("commands", commands), ("identifiers", identifiers), ("errors seen", errors))
+             if found]
+    if parts:
+        line = "; ".join(parts)
+        items.append(FeedItem(f"- {line[0].upper()}{line[1:]}", RANK_COMMANDS, section=USED))
     return items
 
 
