@@ -555,3 +555,18 @@ def test_lessons_and_todos_the_operator_deleted_stay_deleted(vault: Path) -> Non
     cluster(vault, bundle(grown))
     after = path.read_text(encoding="utf-8")
     assert "source=d1:40" in after and "source=d1:12" not in after
+
+
+def test_an_arc_keeps_the_files_read_beside_many_edited(vault: Path) -> None:
+    """Two sessions of one piece of work edit 35 files and read the config the next session
+    needs again: the arc keeps the read files too (up to 40), the feed can carry them."""
+    first = session("f1", T0, prompt="Wire the hooks controller",
+                    files_edited={f"lib/app/edited_{i}.ex": 2 for i in range(20)},
+                    files_read={"config/config.exs": 3, "config/dev.exs": 1})
+    second = session("f2", T0 + timedelta(minutes=30), prompt="now the session registry",
+                     files_edited={f"lib/app/more_{i}.ex": 1 for i in range(15)},
+                     files_read={"test/support/data_case.ex": 2})
+    [created] = cluster(vault, bundle(first, second))[1]["created"]
+    files = arcs_in(vault)[created["cluster_id"]][0]["files"]
+    assert len(files) == 38 and files[:20] == [f"lib/app/edited_{i}.ex" for i in sorted(range(20), key=str)]
+    assert files[-3:] == ["config/config.exs", "test/support/data_case.ex", "config/dev.exs"]  # read: by count

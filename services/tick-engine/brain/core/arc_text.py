@@ -20,7 +20,8 @@ redacted before it reaches a title, a slug or a file name.
 - ``heat``: the keeper's formula (:func:`brain.core.heat.compute`) on these figures.
 
 **Work keys** (frontmatter): ``cwd``, ``branch`` and ``last_prompt`` of the latest session;
-``files`` (edited first by edit count, then read; <= 15), ``commands`` (<= 10) and
+``files`` (edited first by edit count, then read; <= 40: a piece of work that edits many
+files still keeps the configuration it read), ``commands`` (<= 15) and
 ``identifiers`` (<= 15) ranked over the bundle's sessions of the arc, then the arc's earlier
 items in their order; ``open_errors`` (<= 5) are the latest session's unresolved failures;
 ``errors_met`` (<= 10) the error names (``AssertionError``, ``ECONNREFUSED``, ``TS2345``) of
@@ -63,7 +64,7 @@ SLUG_CHARS = 40
 #: An arc whose last session ended within this many hours of ``now`` starts ``active``.
 ACTIVE_HOURS = 72
 #: Frontmatter work keys: how many items each list keeps.
-FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 15, 10, 5, 15, 10
+FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 40, 15, 5, 15, 10
 ERROR_CHARS, LAST_PROMPT_CHARS = 120, 200
 WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "errors_met", "identifiers", "last_prompt",
              "last_state")
