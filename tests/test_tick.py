@@ -586,3 +586,62 @@ def test_the_cache_overlay_never_applies_one_vaults_base_to_another(tmp_path: Pa
     assert not (second / vault_module.OVERLAY_FILE).exists()  # a base of its own, never an overlay on A's
     again = scan(second, feed_dir=second / "brain-feed", max_note_bytes=10**8, write_cache=False)
     assert again.stats.cached == len(again.notes) > 0
+
+
+def test_confinement_holds_for_every_file_bound_for_a_folder_not_made_yet(tmp_path: Path) -> None:
+    """The writer caches a proven folder for the rest of a plan, a missing one too (a cold tick
+    moves thousands of arcs into left/projects/): each file is still checked and refused alike."""
+    from brain.io.atomic import ConfinementError, confined
+
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    (vault / "left").mkdir(parents=True)
+    outside.mkdir()
+    (vault / "right").symlink_to(outside)
+    verified: set[str] = set()
+    for name in ("a.md", "b.md"):  # the second comes from the cache
+        assert confined(vault, f"left/projects/{name}", verified) == vault / "left" / "projects" / name
+        with pytest.raises(ConfinementError):
+            confined(vault, f"right/ideas/{name}", verified)
+    (vault / "left" / "projects").mkdir()
+    (vault / "left" / "projects" / "c.md").symlink_to(outside / "c.md")
+    with pytest.raises(ConfinementError, match="symbolic link"):
+        confined(vault, "left/projects/c.md", verified)
+    for bad in ("left/../../x.md", "../x.md", "/etc/x.md", "left/\x00.md", ""):
+        with pytest.raises(ConfinementError):
+            confined(vault, bad, verified)
+    assert confined(vault, "left/./projects/d.md", verified) == vault / "left" / "projects" / "d.md"
+
+
+def test_verify_reads_back_what_is_on_disk_not_what_the_tick_meant_to_write(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Verify keeps its in-memory note only for a file whose bytes are the ones written: a file
+    changed right after the write is parsed as it is (a broken one fails verify), and the search
+    index, built from the bytes verify read, holds what the disk holds."""
+    from brain.search import index
+
+    edited = write_arc(vault, "clusters/2026-11-21", "2026-11-21-edited-after-0123456789ab", sessions=["a"],
+                       heat=0, tool_calls=10, last_active="2026-11-21T11:00:00Z")
+    broken = write_arc(vault, "clusters/2026-11-21", "2026-11-21-broken-after-0123456789ac", sessions=["b"],
+                       heat=0, tool_calls=10, last_active="2026-11-21T11:00:00Z")
+    import brain.io.writer as writer_module
+
+    real_apply = writer_module.apply_plan
+
+    def apply_then_edit(*args: object, **kwargs: object) -> object:
+        result = real_apply(*args, **kwargs)  # type: ignore[arg-type]
+        assert edited.read_text().count("heat: 6") == 1  # the tick's own bytes went in
+        edited.write_text(edited.read_text() + "\n<!-- @lesson -->\nZanzibar quokkas prefer late ticks.\n"
+                                                "<!-- @/lesson -->\n")
+        broken.write_text("---\ncluster_id: 2026-11-21-broken-after-0123456789ac\ntitle: [unclosed\n---\nBody.\n")
+        monkeypatch.setattr(writer_module, "apply_plan", real_apply)
+        return result
+
+    monkeypatch.setattr(writer_module, "apply_plan", apply_then_edit)
+    code, report = run_tick_json(vault)
+    assert code == 1
+    assert any(p["path"] == "clusters/2026-11-21/2026-11-21-broken-after-0123456789ac.md"
+               and "does not parse" in p["message"] for p in report["phases"]["verify"]["failures"])
+    hits = index.search(vault, "Zanzibar quokkas")
+    assert [(h.path, h.kind) for h in hits] == [("clusters/2026-11-21/2026-11-21-edited-after-0123456789ab.md",
+                                                 "lesson")]

@@ -89,9 +89,11 @@ class Snapshot:
         *,
         moved: Iterable[tuple[str, str]] = (),
         deleted: Iterable[str] = (),
+        read: Mapping[str, bytes] | None = None,
     ) -> Snapshot:
         """The snapshot after a plan was applied: ``written`` are the new notes (by their new
-        path), ``moved`` the (src, dst) renames, ``deleted`` the removed paths."""
+        path), ``moved`` the (src, dst) renames, ``deleted`` the removed paths. ``read``: the
+        bytes of written notes as they were just read back (each the bytes its note was made from)."""
         notes = dict(self.notes)
         raw = dict(self.raw)
         for src, dst in moved:
@@ -106,5 +108,7 @@ class Snapshot:
         for path, note in written.items():
             notes[path] = note
             raw.pop(path, None)
+        if read:
+            raw.update((path, data) for path, data in read.items() if path in written)
         problems = tuple(p for note in notes.values() for p in note.problems)
         return dataclasses.replace(self, notes=notes, problems=problems, raw=raw)

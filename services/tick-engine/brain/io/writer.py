@@ -288,7 +288,7 @@ def _resolve(
         if not _matches(src, op.expect, current):
             _conflict(result, op.src, "changed since the scan")
             return None
-        if dst.exists() or dst.is_symlink():
+        if os.path.lexists(dst):  # a file, or a link (even a dangling one)
             _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
             return None
         return _Resolved(op, current, op.content if op.content is not None else current, _stat_of(src))

@@ -431,6 +431,11 @@ def _run(tick: _Tick) -> None:
     if failures:
         report.problems.extend(failures)
         report.exit_code = EXIT_VERIFY
+    if not dry_run:
+        # The index first, while the snapshot holds the bytes verify read (a cold tick indexes
+        # every arc without reading it a third time); then they go, before the cache is saved.
+        _refresh_index(tick, snapshot)
+        snapshot = dataclasses.replace(snapshot, raw={})
     if not dry_run and (snapshot.delta or report.result.changed or not snapshot.stats.cached):
         save_cache(vault, snapshot.notes)
     if not dry_run:
@@ -438,8 +443,6 @@ def _run(tick: _Tick) -> None:
     report.verify.ms = _ms(t)
 
     _publish_alarms(tick, snapshot)
-    if not dry_run:
-        _refresh_index(tick, snapshot)
 
     kinds = Counter(m.type for note in snapshot.notes.values() if note.markers for m in note.markers)
     moves = Counter(d.move for d in kplan.decisions.changed())
@@ -500,7 +503,7 @@ def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
     from brain.search.index import sync
 
     try:
-        sync(tick.vault, snapshot.notes.values(), max_bytes=tick.s.max_note_bytes)
+        sync(tick.vault, snapshot.notes.values(), max_bytes=tick.s.max_note_bytes, raw=snapshot.raw)
     except (OSError, sqlite3.Error) as exc:
         tick.report.problems.append(Problem(".brain/search.sqlite", None, f"search index not updated: {exc}"))
 
@@ -561,22 +564,42 @@ def _parsed(path: str, data: bytes) -> Note:
     return vault_note(path, data, mtime_ns=0)
 
 
-def _read_back(snapshot: Snapshot, paths: Iterable[str]) -> dict[str, Note]:
+def _read_with_mtime(path: str) -> tuple[bytes, int]:
+    """A file's bytes and the mtime of the very file read, stat'ed before the read: an edit
+    during the read leaves a newer mtime on disk than the one returned, so the parse cache
+    re-parses it instead of trusting bytes it never saw."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        mtime = os.fstat(fd).st_mtime_ns
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0], mtime
+
+
+def _read_back(snapshot: Snapshot, paths: Iterable[str],
+               keep: dict[str, bytes] | None = None) -> dict[str, Note]:
     """The notes of ``paths`` as the files are now. A file whose bytes hash to the note the
-    snapshot already holds for it keeps that note (with its real mtime); any other is parsed."""
+    snapshot already holds for it keeps that note (with its real mtime); any other is parsed.
+    ``keep`` receives the bytes read (each the bytes its note was made from)."""
     found: dict[str, Note] = {}
+    root = str(snapshot.vault)
     for path in sorted(paths):
         try:
-            data = (snapshot.vault / path).read_bytes()
-            st = os.stat(snapshot.vault / path)
+            data, mtime = _read_with_mtime(os.path.join(root, path))
         except OSError:
             continue
         known = snapshot.notes.get(path)
         if known is not None and known.size == len(data) and \
                 known.sha1 == hashlib.sha1(data, usedforsecurity=False).hexdigest():
-            found[path] = dataclasses.replace(known, mtime_ns=st.st_mtime_ns)
+            found[path] = Note(path, known.size, mtime, known.sha1, known.arc, known.markers, known.problems,
+                               known.parsed, known.body_offset)  # dataclasses.replace, at a third of the cost
         else:
-            found[path] = vault_note(path, data, mtime_ns=st.st_mtime_ns)
+            found[path] = vault_note(path, data, mtime_ns=mtime)
+        if keep is not None:
+            keep[path] = data
     return found
 
 
@@ -664,10 +687,11 @@ def verify_written(
     failures: list[Problem] = []
     reread = 0
     if not dry_run:
+        read: dict[str, bytes] = {}
         updated = _read_back(snapshot, {p for p in (*result.written, *(dst for _, dst in result.moved))
-                                        if p in snapshot.notes})
+                                        if p in snapshot.notes}, read)
         reread = len(updated)
-        snapshot = snapshot.with_changes(updated)
+        snapshot = snapshot.with_changes(updated, read=read)  # the search index takes the bytes from here
     if dry_run:  # a real run takes them from its second keeper pass below, which groups by cluster_id anyway
         failures.extend(_duplicate_failures({cid: sorted(n.path for n in notes)
                                              for cid, notes in snapshot.arcs_by_id().items() if len(notes) > 1}))

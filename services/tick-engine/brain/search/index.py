@@ -280,12 +280,22 @@ def _read(vault: Path, rel: str) -> bytes | None:
         return None
 
 
-def _note_and_text(vault: Path, rel: str, note: Note | None, max_bytes: int) -> tuple[Note, str, str] | None:
-    """The file's current note, text and sha1 (the scan's note when the bytes still match it)."""
+def _note_and_text(vault: Path, rel: str, note: Note | None, max_bytes: int,
+                   raw: Mapping[str, bytes] | None = None) -> tuple[Note, str, str] | None:
+    """The file's current note, text and sha1 (the scan's note when the bytes still match it).
+
+    ``raw``: bytes the caller read moments ago, each the very bytes its note was made from
+    (the tick's scan and verify): used instead of reading the file once more."""
     import hashlib
 
     from brain.core.model import parse_note
 
+    kept = raw.get(rel) if raw is not None and note is not None else None
+    if kept is not None and note is not None and len(kept) == note.size and len(kept) <= max_bytes:
+        try:
+            return note, kept.decode("utf-8"), note.sha1
+        except UnicodeDecodeError:
+            pass
     data = _read(vault, rel)
     if data is None or len(data) > max_bytes:
         return None
@@ -297,6 +307,10 @@ def _note_and_text(vault: Path, rel: str, note: Note | None, max_bytes: int) -> 
     if note is None or note.sha1 != sha1:
         note = parse_note(rel, data, size=len(data), mtime_ns=0, sha1=sha1)
     return note, text, sha1
+
+
+#: Rows go to SQLite after this many files (bounded memory; ids are assigned here either way).
+FLUSH_FILES = 1000
 
 
 @dataclass
@@ -335,7 +349,7 @@ def _forget(conn: sqlite3.Connection, rel: str) -> None:
 
 def _index_files(
     conn: sqlite3.Connection, vault: Path, paths: Iterable[str], notes: Mapping[str, Note], stats: IndexStats,
-    max_bytes: int, known: Mapping[str, str],
+    max_bytes: int, known: Mapping[str, str], raw: Mapping[str, bytes] | None = None,
 ) -> None:
     """Index ``paths`` as they are on disk now; ``known`` is what the index holds (path -> sha1)."""
     batch = _Batch(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM docs").fetchone()[0], [], [], [])
@@ -346,7 +360,7 @@ def _index_files(
                 _forget(conn, rel)
                 stats.files_removed += 1
             continue
-        found = _note_and_text(vault, rel, notes.get(rel), max_bytes)
+        found = _note_and_text(vault, rel, notes.get(rel), max_bytes, raw)
         stats.files_read += 1
         if found is not None and known.get(rel) == found[2]:
             continue  # told it changed, but the index already holds these very bytes
@@ -358,6 +372,8 @@ def _index_files(
         note, text, sha1 = found
         stats.rows_written += batch.add(rows_for(note, text))
         batch.files.append((rel, sha1))
+        if len(batch.files) >= FLUSH_FILES:  # a rebuild never holds every arc's rows at once
+            batch.flush(conn)
     batch.flush(conn)
 
 
@@ -366,8 +382,11 @@ DEFAULT_MAX_BYTES = 2_000_000
 STALE_TEMP_SECONDS = 3600
 
 
-def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYTES) -> IndexStats:
-    """Build the whole index from the scan's notes into a new file, then rename it into place."""
+def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYTES,
+            raw: Mapping[str, bytes] | None = None) -> IndexStats:
+    """Build the whole index from the scan's notes into a new file, then rename it into place.
+
+    ``raw``: the bytes each note was made from, where the caller holds them (not read again)."""
     started = time.perf_counter()
     stats = IndexStats(rebuilt=True)
     by_path = {n.path: n for n in notes}
@@ -388,7 +407,7 @@ def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_
                 conn.execute(statement)
         conn.execute("INSERT INTO meta(key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
         conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 0)")  # one merge at the end instead
-        _index_files(conn, vault, (p for p, n in by_path.items() if n.parsed), by_path, stats, max_bytes, {})
+        _index_files(conn, vault, (p for p, n in by_path.items() if n.parsed), by_path, stats, max_bytes, {}, raw)
         conn.execute("COMMIT")
         conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
         conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 4)")  # FTS5's default, for refreshes
@@ -413,7 +432,7 @@ def _busy(exc: Exception) -> bool:
 
 def refresh(
     vault: Path, notes: Iterable[Note], changed: Iterable[str], removed: Iterable[str], *,
-    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_bytes: int = DEFAULT_MAX_BYTES, raw: Mapping[str, bytes] | None = None,
 ) -> IndexStats:
     """Re-index the ``changed`` files (read from disk now) and drop the ``removed`` ones.
 
@@ -436,7 +455,7 @@ def refresh(
                     if rel in known:
                         _forget(conn, rel)
                         stats.files_removed += 1
-                _index_files(conn, vault, changed_set, by_path, stats, max_bytes, known)
+                _index_files(conn, vault, changed_set, by_path, stats, max_bytes, known, raw)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -444,12 +463,13 @@ def refresh(
     except (SearchIndexError, sqlite3.DatabaseError) as exc:
         if _busy(exc):
             raise  # another writer holds it: not a reason to rebuild
-        return rebuild(vault, note_list, max_bytes=max_bytes)
+        return rebuild(vault, note_list, max_bytes=max_bytes, raw=raw)
     stats.ms = (time.perf_counter() - started) * 1000
     return stats
 
 
-def sync(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYTES) -> IndexStats:
+def sync(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYTES,
+         raw: Mapping[str, bytes] | None = None) -> IndexStats:
     """Bring the index in line with a scan: files whose hash differs are re-read, gone ones dropped."""
     note_list = [n for n in notes if n.parsed and indexed(n.path)]
     try:
@@ -458,13 +478,13 @@ def sync(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYT
     except (SearchIndexError, sqlite3.DatabaseError) as exc:
         if _busy(exc):
             raise  # another writer holds it: not a reason to rebuild
-        return rebuild(vault, note_list, max_bytes=max_bytes)
+        return rebuild(vault, note_list, max_bytes=max_bytes, raw=raw)
     current = {n.path: n.sha1 for n in note_list}
     changed = [p for p, sha in current.items() if known.get(p) != sha]
     removed = [p for p in known if p not in current]
     if not changed and not removed:
         return IndexStats()
-    return refresh(vault, note_list, changed, removed, max_bytes=max_bytes)
+    return refresh(vault, note_list, changed, removed, max_bytes=max_bytes, raw=raw)
 
 
 # --- queries -----------------------------------------------------------------------------------
