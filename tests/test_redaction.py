@@ -353,3 +353,38 @@ def test_no_planted_secret_reaches_the_bundle_the_arc_its_id_or_file_name(tmp_pa
     for where, text in surfaces.items():
         for secret in secrets:
             assert secret not in text, f"{secret!r} reached {where}"
+
+
+# --- the needle pre-check (issue 10): skipping a pass never changes the result ------------------
+
+def _every_pass(text: str) -> str:
+    """:func:`redact` without the pre-check: every pattern run on every text."""
+    from brain.core.redaction import _PASSES, repair_surrogates
+
+    if not text:
+        return text
+    text = repair_surrogates(text)
+    for step in _PASSES:
+        text = step.pattern.sub(step.handler, text)
+    return text
+
+
+_PIECES = [tok for _, tok in ALL_TOKENS] + [text for _, text, *_ in SHAPED] + NEGATIVE + [
+    "Authorization: Bearer ", "password=", "--token ", "://u:", "@host", ":", "--", "gh", "auth", "ey", "EY",
+    "PAT=", "SECRET_KEY=", "key-", "sk-", "eyJ", " ", "\n", "x", "_", "-", "=", '"', "'", "é",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=8), st.text(max_size=40))
+def test_the_needle_pre_check_never_changes_what_redaction_gives(pieces: list[str], noise: str) -> None:
+    text = noise.join(pieces) if pieces else noise
+    assert redact(text) == _every_pass(text)
+
+
+def test_every_pass_is_skipped_only_for_a_needle_its_matches_start_with() -> None:
+    from brain.core.redaction import _GUARDED
+
+    for step, guard in _GUARDED:
+        for _, token in ALL_TOKENS:
+            for match in step.pattern.finditer(token):
+                assert not guard or match.group(0).startswith(guard), (step.pattern.pattern, guard)

@@ -316,9 +316,75 @@ _PASSES: tuple[_Pass, ...] = (
     *_ASSIGN_PASSES,
 )
 
+_META = frozenset(".^$*+?{}[]\\|()")
+
+
+def _top_level_alternation(source: str) -> bool:
+    depth, index, in_class = 0, 0, False
+    while index < len(source):
+        ch = source[index]
+        if ch == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if source[index + 1 : index + 2] == "]":  # a "]" first in a class is a literal
+                index += 1
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            return True
+        index += 1
+    return False
+
+
+def needles(pattern: re.Pattern[str]) -> tuple[str, ...]:
+    """Strings one of which every match of ``pattern`` starts with (empty: none known).
+
+    The literal the pattern is anchored on (``sk-``, ``ecret``, ``://``), or each alternative of
+    a leading group of plain words (``(?:auth|pass|…)``). A text holding none of them cannot
+    match, so the pass is skipped: a substring test instead of a regex walk over the text.
+    """
+    source = pattern.pattern
+    if pattern.flags & (re.IGNORECASE | re.VERBOSE) or _top_level_alternation(source):
+        return ()
+    if source.startswith("(?:"):
+        end = source.find(")")
+        words = source[3:end].split("|") if end > 0 else []
+        if words and all(w.isascii() and w.isalnum() for w in words) and source[end + 1 : end + 2] not in ("?", "*", "{"):
+            return tuple(words)
+        return ()
+    prefix: list[str] = []
+    index = 0
+    while index < len(source):
+        ch = source[index]
+        if ch == "\\":
+            escaped = source[index + 1 : index + 2]
+            if not escaped or escaped.isalnum():
+                break  # \s, \d, \b, \1: a class or an anchor, not a literal
+            literal, width = escaped, 2
+        elif ch in _META:
+            break
+        else:
+            literal, width = ch, 1
+        if source[index + width : index + width + 1] in ("?", "*", "{"):
+            break  # an optional character is not required
+        prefix.append(literal)
+        index += width
+    return ("".join(prefix),) if prefix else ()
+
+
 #: Old name of :func:`brain.core.text.repair_surrogates`, kept for the session readers that import it
 #: from here; the one untrusted-text cleaner is :func:`brain.core.text.clean_text`.
 clean_text = repair_surrogates
+
+
+#: Each pass with the needles that must be in a text for it to match (see :func:`needles`).
+_GUARDED = tuple((step, needles(step.pattern)) for step in _PASSES)
 
 
 def redact(text: str) -> str:
@@ -326,8 +392,14 @@ def redact(text: str) -> str:
     if not text:
         return text
     text = repair_surrogates(text)
-    for step in _PASSES:
-        text = step.pattern.sub(step.handler, text)
+    for step, guard in _GUARDED:
+        for needle in guard:
+            if needle in text:
+                text = step.pattern.sub(step.handler, text)
+                break
+        else:
+            if not guard:
+                text = step.pattern.sub(step.handler, text)
     return text
 
 
