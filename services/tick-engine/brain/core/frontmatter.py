@@ -246,27 +246,48 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
                     continue
             # A block below the key: "- item" lines, or "  sub: value" lines, or nothing (null).
             block: list[str] = []
-            while index < count and (lines[index].startswith((" ", "-")) or not lines[index].strip()):
-                if lines[index].strip():
-                    block.append(lines[index])
+            while index < count:
+                following = lines[index]
+                if following[:1] in (" ", "-"):
+                    if following.strip():
+                        block.append(following)
+                elif following.strip():
+                    break
                 index += 1
             if not block:
                 out[key] = None
-            elif all(b.startswith("- ") or b == "-" for b in block):
-                out[key] = [_scalar(b[2:].strip()) for b in block]
-            elif all(b.startswith("  ") and not b.startswith("   ") and not b.startswith("  -") for b in block):
+            elif block[0][0] == "-":  # a list of scalars, or nothing this loader reads
+                items = []
+                for b in block:
+                    if b[:2] != "- " and b != "-":
+                        return None
+                    raw = b[2:].strip()
+                    value = short.get(raw, missing)
+                    if value is missing:
+                        value = _scalar(raw)
+                    elif value is declined:
+                        return None
+                    items.append(value)
+                out[key] = items
+            else:  # one level of "  sub: value" lines, or nothing this loader reads
                 nested: dict[str, Any] = {}
                 for b in block:
+                    if b[:2] != "  " or b[2:3] in (" ", "-"):
+                        return None
                     sub, sub_sep, sub_rest = b[2:].partition(":")
-                    if not sub_sep or sub in nested or not _plain_key(sub) or (sub_rest and sub_rest[0] != " "):
+                    if not sub_sep or sub in nested or not (keys.get(sub) or _plain_key(sub)) or \
+                            (sub_rest and sub_rest[0] != " "):
                         return None
                     sub_rest = sub_rest.strip()
                     if not sub_rest:
                         return None
-                    nested[sub] = _scalar(sub_rest)
+                    value = short.get(sub_rest, missing)
+                    if value is missing:
+                        value = _scalar(sub_rest)
+                    elif value is declined:
+                        return None
+                    nested[sub] = value
                 out[key] = nested
-            else:
-                return None
     except _NotSimple:
         return None
     return out
