@@ -306,6 +306,23 @@ def test_truncated_and_glued_lines_are_skipped_counted_and_salvaged(tmp_path: Pa
     assert session.last_prompt == "now add the tests"
 
 
+def test_a_session_that_cd_into_a_sub_folder_belongs_to_where_it_started(tmp_path: Path) -> None:
+    folder = project_dir(tmp_path)
+    records = [user("u1", "run the tests in test/", "2026-05-01T10:00:00.000Z"),
+               assistant("a1", "m1", "2026-05-01T10:00:05.000Z", "Read")]
+    records += [{**user(f"u{i}", f"and {i}", f"2026-05-01T10:0{i}:00.000Z"), "cwd": "/work/demo-app/test"}
+                for i in range(2, 6)]  # most records in the sub-folder
+    (folder / f"{SID}.jsonl").write_bytes(b"".join(line(r) for r in records))
+    session = by_id(run(folder.parent))[SID]
+    assert session.cwd == "/work/demo-app" and session.project == "demo-app"
+    other = tmp_path / "elsewhere" / "-work-x"
+    other.mkdir(parents=True)
+    records = [user("u1", "a", "2026-05-01T10:00:00.000Z"), *({**user(f"u{i}", "b", f"2026-05-01T10:0{i}:00.000Z"),
+                                                            "cwd": "/work/other"} for i in range(2, 4))]
+    (other / f"{SID}.jsonl").write_bytes(b"".join(line(r) for r in records))
+    assert by_id(run(other.parent))[SID].cwd == "/work/other"  # no folder holds the other: the most frequent
+
+
 def test_two_complete_records_on_one_line(tmp_path: Path) -> None:
     folder = project_dir(tmp_path)
     a = json.dumps(user("u1", "first prompt", "2026-05-01T10:00:00.000Z")).encode()

@@ -410,6 +410,17 @@ def most_common(counts: Counter[str]) -> str:
     return counts.most_common(1)[0][0]
 
 
+def session_cwd(counts: Counter[str]) -> str:
+    """The session's working directory from the ones its records carry: the most frequent,
+    unless the session also worked in a folder that holds it (started in the repository,
+    then ran ``cd test``): the outermost such folder, where the session started its work."""
+    cwd = most_common(counts)
+    path = cwd.replace("\\", "/").rstrip("/")
+    outer = [c for c in counts if c != cwd and len(c.rstrip("/\\")) > 1
+             and path.startswith(c.replace("\\", "/").rstrip("/") + "/")]
+    return min(outer, key=len) if outer else cwd
+
+
 # ---------------------------------------------------------------------------------- registry
 
 

@@ -50,11 +50,11 @@ from brain.io.sessions import (
     TimeRange,
     clean_prompt,
     from_key,
-    most_common,
     one_line,
     project_name,
     register,
     relative_file,
+    session_cwd,
     time_key,
     top_tools,
 )
@@ -337,7 +337,7 @@ class _MainSession:
     def session(self) -> Session | None:
         if self.conversation == 0 or self.times.first is None or self.times.last is None:
             return None
-        cwd = most_common(self.cwds)
+        cwd = session_cwd(self.cwds)
         first = self.prompts.first[1] if self.prompts.first else ""
         last = self.prompts.last[1] if self.prompts.last else ""
         work = self.work

@@ -43,11 +43,11 @@ from brain.io.sessions import (
     TimeRange,
     clean_prompt,
     from_key,
-    most_common,
     one_line,
     project_name,
     register,
     relative_file,
+    session_cwd,
     time_key,
     top_tools,
     work_fields,
@@ -336,7 +336,7 @@ class _Rollout:
         if self.records == 0 or self.times.first is None or self.times.last is None:
             return None
         prompts = self.events if self.events.count else self.items
-        cwd = self.meta_cwd or most_common(self.cwds)
+        cwd = self.meta_cwd or session_cwd(self.cwds)
         first = prompts.first[1] if prompts.first else ""
         last = prompts.last[1] if prompts.last else ""
         files = {relative_file(path, cwd) for path in self.files}

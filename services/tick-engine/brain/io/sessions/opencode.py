@@ -58,11 +58,11 @@ from brain.io.sessions import (
     decode_text,
     feed_work,
     from_key,
-    most_common,
     one_line,
     project_name,
     register,
     relative_file,
+    session_cwd,
     time_key,
     top_tools,
     work_fields,
@@ -265,7 +265,7 @@ class _OpenSession:
 
     def close_messages(self) -> None:
         """Prompts, answers and tool calls, in message order, once every part is in."""
-        work = self.work = WorkLog(self.session_id[:8], cwd=self.directory or most_common(self.cwds))
+        work = self.work = WorkLog(self.session_id[:8], cwd=self.directory or session_cwd(self.cwds))
         ordered = sorted(self.messages.items(), key=lambda item: (item[1].key or "~", item[0]))
         for line, (_mid, message) in enumerate(ordered, 1):  # the message's place stands for its line
             for call in message.calls:
@@ -290,7 +290,7 @@ class _OpenSession:
             return None
         if self.times.first is None or self.times.last is None:
             return None
-        cwd = self.directory or most_common(self.cwds)
+        cwd = self.directory or session_cwd(self.cwds)
         first = self.prompts.first[1] if self.prompts.first else ""
         last = self.prompts.last[1] if self.prompts.last else ""
         return Session(
