@@ -236,6 +236,9 @@ def test_new_arcs_carry_lessons_and_open_todos(tmp_path: Path) -> None:
     ("continue", ""),
     ("/model", ""),
     ("[REDACTED_MESSAGE len=32 sha=821fd802]", ""),
+    ("show tools", ""),  # two plain words say too little
+    ("Implement spotter-gqc", "Implement spotter-gqc"),  # two words naming the work item do not
+    ("fix parse_rows", "fix parse_rows"),
 ])
 def test_meaningful_titles(prompt: str, title: str) -> None:
     from brain.core.arc_text import meaningful_title

@@ -5,7 +5,8 @@ existing one (SPEC §4, §5; the frontmatter keys are the C1/C2 contract in CLUS
 chars>-<first 12 hex of sha1 of the sorted session ids joined by "\\n">`` and never changes
 afterwards. Its title says what the work was: the first human prompt line (of the first
 sessions, in order) that is not a greeting, a placeholder (``[REDACTED…]``, ``[image]``), a
-slash command, a one-word prompt or "continue"; "Hey Claude, can you …" and "please" prefixes
+slash command, a one-word prompt, two plain words ("show tools"; ``Implement spotter-gqc`` names
+the work) or "continue"; "Hey Claude, can you …" and "please" prefixes
 are dropped. Without one it is ``<project> (<branch>): <main files>``. Every text was
 redacted before it reaches a title, a slug or a file name.
 
@@ -57,6 +58,7 @@ from brain.core.sections import append_to_section
 from brain.core.session import Lesson, Session, is_joyful
 from brain.core.text import error_names
 from brain.core.timeutil import iso, parse_instant
+from brain.core.worklog import identifiers
 from brain.settings import Settings
 
 TITLE_CHARS = 70
@@ -152,8 +154,8 @@ def meaningful_title(prompt: str) -> str:
         words = line.rstrip("?!. ").split()
         if len(words) < 2 or " ".join(words).lower().strip(" .!?,") in _TRIVIAL:
             return ""
-        if len(words) < 3:
-            return ""  # "show tools", "fix it": says too little about the work
+        if len(words) < 3 and not identifiers(" ".join(words)):
+            return ""  # "show tools", "fix it" say too little; "Implement spotter-gqc" names the work
         sentence = _SENTENCE.split(line, maxsplit=1)[0]
         if len(sentence.split()) >= 3:
             line = sentence
