@@ -139,11 +139,19 @@ def parse_attrs(raw: str) -> tuple[tuple[str, str], ...] | None:
 
 
 class _Lines:
+    """1-based line numbers of offsets asked in increasing order (the comments come that way):
+    each newline is counted once, by ``str.count``, with no table of every line start."""
+
     def __init__(self, text: str):
-        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.text = text
+        self.offset, self.line = 0, 1
 
     def of(self, offset: int) -> int:
-        return bisect.bisect_right(self.starts, offset)
+        if offset < self.offset:  # never for the scan below; kept exact all the same
+            self.offset, self.line = 0, 1
+        self.line += self.text.count("\n", self.offset, offset)
+        self.offset = offset
+        return self.line
 
 
 def _comments(text: str, code: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
