@@ -297,3 +297,29 @@ def test_remembered_scalars_resolve_like_fresh_ones_every_time() -> None:
             except fm._NotSimple:
                 memo = "declined"
             assert memo == fresh and type(memo) is type(fresh), raw
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.from_regex(r"[a-z_][a-z0-9_-]{0,6}", fullmatch=True),
+                          st.one_of(_tricky, st.lists(_tricky, min_size=1, max_size=3))), max_size=5),
+       st.one_of(st.integers(-5, 12), st.sampled_from(["graduated", "active", "Null", "True", "No", "a-b"])),
+       st.sampled_from(["heat", "status"]))
+def test_a_plain_frontmatter_edit_needs_no_second_read(pairs: list, value: object, key: str) -> None:
+    """set_scalars told the text is plain gives what the full check gives, on every text load_plain calls plain."""
+    lines = [f"{key}: 3"]
+    for name, item in pairs:
+        if name == key:
+            continue
+        if isinstance(item, list):
+            lines.append(f"{name}:")
+            lines.extend(f"- {v}" for v in item)
+        else:
+            lines.append(f"{name}: {item}")
+    text = "\n".join(lines) + "\n"
+    try:
+        _, plain = fm.load_plain(text)
+    except fm.FrontmatterError:
+        return
+    if not plain:
+        return
+    assert fm.set_scalars(text, {key: value}, plain=True) == fm.set_scalars(text, {key: value})  # type: ignore[dict-item]

@@ -295,11 +295,17 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
 
 def load(frontmatter: str) -> dict[str, Any]:
     """Parse frontmatter YAML into a mapping (strict; dates stay strings)."""
+    return load_plain(frontmatter)[0]
+
+
+def load_plain(frontmatter: str) -> tuple[dict[str, Any], bool]:
+    """:func:`load`, and whether the text is in the plain subset :func:`fast_load` reads (then a
+    line edit by :func:`set_scalars` needs no second look at the whole text)."""
     if not frontmatter.strip():
-        return {}
+        return {}, True
     simple = fast_load(frontmatter)
     if simple is not None:
-        return simple
+        return simple, True
     try:
         value = yaml.load(frontmatter, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
@@ -310,10 +316,10 @@ def load(frontmatter: str) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise FrontmatterError(f"invalid YAML frontmatter: {exc}") from None
     if value is None:
-        return {}
+        return {}, False
     if not isinstance(value, dict):
         raise FrontmatterError("frontmatter is not a mapping of keys to values", line=2)
-    return {str(k): v for k, v in value.items()}
+    return {str(k): v for k, v in value.items()}, False
 
 
 def dump_key(key: str, value: Any) -> str:
@@ -372,7 +378,7 @@ def _trim_tail(lines: list[str], begin: int, end: int) -> int:
 _SIMPLE_VALUE = re.compile(r"^[A-Za-z][A-Za-z-]*$")
 
 
-def set_scalars(frontmatter: str, updates: dict[str, int | str]) -> str | None:
+def set_scalars(frontmatter: str, updates: dict[str, int | str], *, plain: bool = False) -> str | None:
     """Replace ``key: value`` lines in place without the YAML loader, or None when not that simple.
 
     Only for ints and plain lowercase words (heat, status), on lines that hold exactly one
@@ -380,6 +386,11 @@ def set_scalars(frontmatter: str, updates: dict[str, int | str]) -> str | None:
     A key whose value is a block below it (``status:`` then ``  phase: review`` or
     ``  - active``), a comment, or anything else the fast loader declines returns None and
     goes through :func:`set_keys`, so the result is always the intended mapping.
+
+    ``plain``: the caller knows ``frontmatter`` is in that subset (:func:`load_plain` said so).
+    Then the result is not read again whole: in plain text a column-0 ``key:`` line is that
+    key's one line, and replacing it by ``key: value`` keeps the text plain, so only each new
+    value needs to read back as itself.
     """
     out = frontmatter
     for key, value in updates.items():
@@ -398,6 +409,14 @@ def set_scalars(frontmatter: str, updates: dict[str, int | str]) -> str | None:
             return None
         begin, end = matches[0].span()
         out = f"{out[:begin]}{key}: {value}{out[end:]}"
+    if plain:
+        for value in updates.values():
+            try:
+                if _scalar(str(value)) != value:
+                    return None
+            except _NotSimple:
+                return None
+        return out
     edited = fast_load(out)
     if edited is None or any(edited.get(key) != value for key, value in updates.items()):
         return None

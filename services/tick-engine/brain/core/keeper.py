@@ -338,7 +338,10 @@ def predict(note: Note, decision: ArcDecision, old: str, new: str, data: bytes) 
 
 
 def render(text: str, decision: ArcDecision) -> str:
-    """The arc's new text: heat/status lines edited in place, tombstoned signals removed."""
+    """The arc's new text: heat/status lines edited in place, tombstoned signals removed.
+
+    ``text`` is the file's text the decision's note was parsed from (the scan's, or a read
+    checked against it)."""
     document = frontmatter.split(text)
     assert document.frontmatter is not None
     arc = decision.note.arc
@@ -357,7 +360,7 @@ def render(text: str, decision: ArcDecision) -> str:
         assert document.frontmatter is not None
     if updates:
         front = document.frontmatter or ""
-        simple = frontmatter.set_scalars(front, updates)  # type: ignore[arg-type]
+        simple = frontmatter.set_scalars(front, updates, plain=decision.note.plain_front)  # type: ignore[arg-type]
         new_front = simple if simple is not None else frontmatter.set_keys(front, updates)
         document = dataclasses.replace(document, frontmatter=new_front)
     return document.render()

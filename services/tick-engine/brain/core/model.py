@@ -104,6 +104,10 @@ class Note:
     problems: tuple[Problem, ...] = ()
     parsed: bool = True  # False: unreadable (bad UTF-8, bad YAML, too large); never edited
     body_offset: int = 0
+    #: The frontmatter is known to be in the plain subset the fast loader reads (parsed so), so a
+    #: heat/status line edit needs no re-read of it. False: not known (a prediction, a JSON row).
+    #: A hint about how the text was read, not part of what the note is: not compared.
+    plain_front: bool = field(default=False, compare=False)
 
     @property
     def is_arc(self) -> bool:
@@ -289,6 +293,7 @@ class ParsedText:
     """Result of :func:`parse_text`, before file identity is attached."""
 
     meta: dict[str, Any] | None = None
+    plain: bool = False  # the frontmatter is in the fast loader's plain subset
     document: frontmatter.Document | None = None
     markers: list[Marker] = field(default_factory=list)
     problems: list[tuple[int | None, str]] = field(default_factory=list)
@@ -299,12 +304,12 @@ def parse_text(text: str) -> ParsedText:
     out = ParsedText()
     try:
         document = frontmatter.split(text)
-        meta = frontmatter.load(document.frontmatter) if document.frontmatter is not None else None
+        meta, plain = frontmatter.load_plain(document.frontmatter) if document.frontmatter is not None else (None, False)
     except frontmatter.FrontmatterError as exc:
         out.problems.append((exc.line, exc.message + "; file left as it is"))
         out.parsed = False
         return out
-    out.document, out.meta = document, meta
+    out.document, out.meta, out.plain = document, meta, plain
     found, problems = markers.parse(text)
     # Markers inside the frontmatter block are YAML text, not markers.
     out.markers = [m for m in found if m.start >= document.body_offset]
@@ -342,4 +347,5 @@ def parse_note(path: str, data: bytes, *, size: int, mtime_ns: int, sha1: str) -
         problems=tuple(problems),
         parsed=True,
         body_offset=parsed.document.body_offset,
+        plain_front=parsed.plain,
     )

@@ -595,7 +595,7 @@ def _read_back(snapshot: Snapshot, paths: Iterable[str],
         if known is not None and known.size == len(data) and \
                 known.sha1 == hashlib.sha1(data, usedforsecurity=False).hexdigest():
             found[path] = Note(path, known.size, mtime, known.sha1, known.arc, known.markers, known.problems,
-                               known.parsed, known.body_offset)  # dataclasses.replace, at a third of the cost
+                               known.parsed, known.body_offset, known.plain_front)  # dataclasses.replace, cheaper
         else:
             found[path] = vault_note(path, data, mtime_ns=mtime)
         if keep is not None:
