@@ -312,9 +312,13 @@ def test_a_session_that_cd_into_a_sub_folder_belongs_to_where_it_started(tmp_pat
                assistant("a1", "m1", "2026-05-01T10:00:05.000Z", "Read")]
     records += [{**user(f"u{i}", f"and {i}", f"2026-05-01T10:0{i}:00.000Z"), "cwd": "/work/demo-app/test"}
                 for i in range(2, 6)]  # most records in the sub-folder
+    read = assistant("a6", "m6", "2026-05-01T10:07:00.000Z", "Read")
+    read["message"]["content"][1]["input"]["file_path"] = "/work/demo-app/test/test_a.py"
+    records.append({**read, "cwd": "/work/demo-app/test"})
     (folder / f"{SID}.jsonl").write_bytes(b"".join(line(r) for r in records))
     session = by_id(run(folder.parent))[SID]
     assert session.cwd == "/work/demo-app" and session.project == "demo-app"
+    assert dict(session.files_read) == {"a.py": 1, "test/test_a.py": 1}  # relative to the repository
     other = tmp_path / "elsewhere" / "-work-x"
     other.mkdir(parents=True)
     records = [user("u1", "a", "2026-05-01T10:00:00.000Z"), *({**user(f"u{i}", "b", f"2026-05-01T10:0{i}:00.000Z"),

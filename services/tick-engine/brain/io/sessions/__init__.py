@@ -410,14 +410,18 @@ def most_common(counts: Counter[str]) -> str:
     return counts.most_common(1)[0][0]
 
 
+def inside(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or lies under it (Windows separators understood)."""
+    path, folder = path.replace("\\", "/").rstrip("/"), folder.replace("\\", "/").rstrip("/")
+    return bool(folder) and (path == folder or path.startswith(folder + "/"))
+
+
 def session_cwd(counts: Counter[str]) -> str:
     """The session's working directory from the ones its records carry: the most frequent,
     unless the session also worked in a folder that holds it (started in the repository,
     then ran ``cd test``): the outermost such folder, where the session started its work."""
     cwd = most_common(counts)
-    path = cwd.replace("\\", "/").rstrip("/")
-    outer = [c for c in counts if c != cwd and len(c.rstrip("/\\")) > 1
-             and path.startswith(c.replace("\\", "/").rstrip("/") + "/")]
+    outer = [c for c in counts if c != cwd and inside(cwd, c)]
     return min(outer, key=len) if outer else cwd
 
 

@@ -50,6 +50,7 @@ from brain.io.sessions import (
     TimeRange,
     clean_prompt,
     from_key,
+    inside,
     one_line,
     project_name,
     register,
@@ -247,7 +248,8 @@ class _MainSession:
         cwd = record.get("cwd")
         if isinstance(cwd, str) and cwd:
             self.cwds[cwd] += 1
-            self.cwd = cwd
+            if not self.cwd or not inside(cwd, self.cwd):  # after ``cd test`` paths stay repo-relative
+                self.cwd = cwd
         branch = record.get("gitBranch")
         if isinstance(branch, str) and branch:
             self.branch = branch  # where the session stopped, not where it started
