@@ -129,6 +129,11 @@ def is_noise(arc: ArcInfo) -> bool:
 _INPUTS: dict[int, tuple[Note, HeatInputs]] = {}
 
 
+def forget_inputs() -> None:
+    """Drop the remembered inputs (the end of a tick: the notes they hold can go)."""
+    _INPUTS.clear()
+
+
 def inputs_of(note: Note) -> HeatInputs:
     known = _INPUTS.get(id(note))
     if known is not None and known[0] is note:

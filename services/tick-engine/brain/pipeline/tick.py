@@ -35,6 +35,7 @@ from typing import Any
 from brain import __version__
 from brain.core import feed
 from brain.core.candidates import candidate_report
+from brain.core.heat import forget_inputs
 from brain.core.keeper import (
     HeatMemo,
     KeeperDecisions,
@@ -307,6 +308,9 @@ def run_tick(
                 tick.tx = tx
                 _run(tick)
     finally:
+        # The heat inputs memo holds every note the tick decided: let them go before the
+        # collector is back, or its first pass walks them all (0.1 s after a cold tick).
+        forget_inputs()
         if collecting:
             gc.enable()
     report.health = _health_row(report, _ms(started))
