@@ -114,6 +114,8 @@ class _Evidence:
 
 def _groups(index: Mapping[str, list[str]]) -> Iterator[tuple[str, list[str]]]:
     for key in sorted(index):
+        if len(index[key]) < 2:  # most sessions and titles belong to one arc
+            continue
         members = sorted(set(index[key]))
         if 2 <= len(members) <= MAX_GROUP:
             yield key, members
@@ -160,9 +162,9 @@ def candidates(notes: Iterable[Note], *, ignitions: Mapping[str, str] | None = N
                 evidence.add(a, b, "title", 8.0, "same title")
     common: dict[tuple[str, str], list[str]] = defaultdict(list)
     for word in sorted(by_word):
-        members = sorted(by_word[word])
-        if not 2 <= len(members) <= COMMON_WORD_ARCS:
+        if not 2 <= len(by_word[word]) <= COMMON_WORD_ARCS:
             continue
+        members = sorted(by_word[word])
         for i, a in enumerate(members):
             for b in members[i + 1:]:
                 common[(a, b)].append(word)
@@ -200,12 +202,15 @@ def candidates(notes: Iterable[Note], *, ignitions: Mapping[str, str] | None = N
     edges = _edge_pairs(arcs)
     out: list[Candidate] = []
     for (a, b), reasons in evidence.reasons.items():
-        duplicate = any(key in reasons for key in ("sessions", "title", "ignition"))
+        duplicate = "sessions" in reasons or "title" in reasons or "ignition" in reasons
         if not duplicate and frozenset((a, b)) in edges:
             continue
-        ordered = sorted(reasons.values(), key=lambda item: (-item[0], item[1]))
-        score = sum(item[0] for item in ordered)
-        why = "; ".join(item[1] for item in ordered)
+        if len(reasons) == 1:  # most pairs have one reason (same project, overlapping times)
+            (score, why), = reasons.values()
+        else:
+            ordered = sorted(reasons.values(), key=lambda item: (-item[0], item[1]))
+            score = sum(item[0] for item in ordered)
+            why = "; ".join(item[1] for item in ordered)
         out.append(Candidate(a, b, "duplicate" if duplicate else "related", why, score))
     out.sort(key=lambda c: (c.kind != "duplicate", -c.score, c.a, c.b))
     return out
