@@ -21,6 +21,7 @@ import marshal
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -61,22 +62,24 @@ CACHE_KEY = hashlib.sha1(repr((CACHE_VERSION, _NOTE_NAMES, _ARC_NAMES, _ACTIVITY
 _ACTIVITY_AT = _ARC_NAMES.index("activity")
 
 
-def _note_row(note: Note) -> tuple[Any, ...]:
-    arc = note.arc
-    arc_row = None
-    if arc is not None:
-        values = [getattr(arc, name) for name in _ARC_NAMES]
-        values[_ACTIVITY_AT] = tuple(getattr(arc.activity, name) for name in _ACTIVITY_NAMES)
-        arc_row = tuple(values)
-    row = {name: getattr(note, name) for name in _NOTE_NAMES}
-    row["arc"] = arc_row
-    row["markers"] = tuple(tuple(getattr(m, name) for name in _MARKER_NAMES) for m in note.markers)
-    row["problems"] = tuple(tuple(getattr(p, name) for name in _PROBLEM_NAMES) for p in note.problems)
-    return tuple(row[name] for name in _NOTE_NAMES)
-
-
+#: Each cached type's field values as one tuple, in field order (one C call, not a getattr per field).
+_NOTE_FIELDS, _ARC_FIELDS, _ACTIVITY_FIELDS = (attrgetter(*_NOTE_NAMES), attrgetter(*_ARC_NAMES),
+                                               attrgetter(*_ACTIVITY_NAMES))
+_MARKER_FIELDS, _PROBLEM_FIELDS = attrgetter(*_MARKER_NAMES), attrgetter(*_PROBLEM_NAMES)
 _SIZE_AT, _MTIME_AT = _NOTE_NAMES.index("size"), _NOTE_NAMES.index("mtime_ns")
 _NOTE_ARC_AT, _MARKERS_AT, _PROBLEMS_AT = (_NOTE_NAMES.index(n) for n in ("arc", "markers", "problems"))
+
+
+def _note_row(note: Note) -> tuple[Any, ...]:
+    row = list(_NOTE_FIELDS(note))
+    arc = note.arc
+    if arc is not None:
+        values = list(_ARC_FIELDS(arc))
+        values[_ACTIVITY_AT] = _ACTIVITY_FIELDS(arc.activity)
+        row[_NOTE_ARC_AT] = tuple(values)
+    row[_MARKERS_AT] = tuple([_MARKER_FIELDS(m) for m in note.markers])
+    row[_PROBLEMS_AT] = tuple([_PROBLEM_FIELDS(p) for p in note.problems])
+    return tuple(row)
 
 
 def _note_of(row: tuple[Any, ...]) -> Note:
