@@ -126,20 +126,25 @@ def _read(path: Path) -> bytes | None:
 RACY_NS = 2_000_000_000
 
 
-def _current(path: Path, expect: Expect | None, before: bytes | None) -> bytes | None:
-    """The file's bytes; the planner's copy when size and an old-enough mtime still match."""
-    if before is not None and expect is not None:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return None
-        if (
-            st.st_size == expect.size == len(before)
-            and st.st_mtime_ns == expect.mtime_ns
-            and st.st_mtime_ns < time.time_ns() - RACY_NS
-        ):
-            return before
-    return _read(path)
+def _current(path: Path, expect: Expect | None, before: bytes | None) -> tuple[bytes | None, tuple[int, int, int] | None]:
+    """The file's bytes (the planner's copy when size and an old-enough mtime still match), and
+    its (size, mtime_ns, inode) taken before the read: a file changed between the two never
+    matches that stat at commit, so it is a conflict, never overwritten."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None, None
+    seen = (st.st_size, st.st_mtime_ns, st.st_ino)
+    if (
+        before is not None
+        and expect is not None
+        and st.st_size == expect.size == len(before)
+        and st.st_mtime_ns == expect.mtime_ns
+        and st.st_mtime_ns < time.time_ns() - RACY_NS
+    ):
+        return before, seen
+    data = _read(path)
+    return data, seen if data is not None else None
 
 
 def _matches(path: Path, expect: Expect, data: bytes | None) -> bool:
@@ -284,16 +289,19 @@ def _resolve(
 ) -> _Resolved | None:
     if isinstance(op, MoveFile):
         src, dst = confined(vault, op.src, verified), confined(vault, op.dst, verified)
-        current = _current(src, op.expect, op.before)
+        current, seen = _current(src, op.expect, op.before)
         if not _matches(src, op.expect, current):
             _conflict(result, op.src, "changed since the scan")
             return None
         if os.path.lexists(dst):  # a file, or a link (even a dangling one)
             _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
             return None
-        return _Resolved(op, current, op.content if op.content is not None else current, _stat_of(src))
+        return _Resolved(op, current, op.content if op.content is not None else current, seen)
     path = confined(vault, op.path, verified)
-    current = _current(path, op.expect, op.before) if isinstance(op, WriteFile) else _read(path)
+    if isinstance(op, WriteFile):
+        current, seen = _current(path, op.expect, op.before)
+    else:
+        current = _read(path)
     if isinstance(op, DeleteFile):
         if current is None:
             return None
@@ -310,7 +318,7 @@ def _resolve(
         if op.expect is not None and not _matches(path, op.expect, current):
             _conflict(result, op.path, "changed since the scan")
             return None
-    return _Resolved(op, current, op.content, _stat_of(path) if current is not None else None)
+    return _Resolved(op, current, op.content, seen if current is not None else None)
 
 
 TMP_SUFFIX = ".brain-tmp"
