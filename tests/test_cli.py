@@ -246,3 +246,17 @@ def test_progress_bar_draws_the_final_state_and_ends_its_line(capsys: pytest.Cap
     err = capsys.readouterr().err
     assert err.count("\r") == 2 and err.endswith("] 4/4 files 0.4 MB\n")
     assert "2/4" not in err
+
+
+def test_a_tick_from_the_command_line_does_not_load_pydantic(vault: Path) -> None:
+    """The CronJob pays every import of ``brain tick``: the command line must not pull in
+    pydantic (typer 0.29 builds a pydantic adapter per option, ~100 ms per run; pinned below it)."""
+    code = (
+        "import sys\n"
+        "from brain.cli import app\n"
+        f"sys.argv = ['brain', 'tick', '--no-ai', '--vault', {str(vault)!r}, '--now', '2026-11-20T12:00:00Z']\n"
+        "try:\n    app()\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "print('pydantic' in sys.modules, code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split()[-2:] == ["False", "0"], done.stderr
