@@ -229,7 +229,7 @@ class BrainTools:
         folder = cwd or self.cwd
         if not folder:
             raise ToolError("pass project (a name) or cwd (the project's folder)")
-        from brain.io.sessions import project_name
+        from brain.core.project import project_name
 
         return project_name(folder)
 

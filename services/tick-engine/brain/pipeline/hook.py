@@ -23,6 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from brain.core.project import repository_path as strip_worktree
+
 if TYPE_CHECKING:
     from brain.settings import Settings
 
@@ -356,17 +358,9 @@ def compact_global(sections: list[FeedSection]) -> list[FeedSection]:
     return [s for s in sections if s.name not in drop]
 
 
-_WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
-
-
 def repository_path(cwd: str) -> str:
     """``cwd`` without a worktree tail (``<repo>/.claude/worktrees/<name>`` is ``<repo>``)."""
-    path = normal_path(cwd)
-    for marker in _WORKTREE_MARKERS:
-        index = path.find(marker)
-        if index > 0:
-            path = path[:index]
-    return path
+    return strip_worktree(normal_path(cwd))
 
 
 def folder_name(cwd: str) -> str:

@@ -18,8 +18,8 @@ from pathlib import Path
 from brain.core.inbox import arcs_to_read, inbox_paths, plan_inbox
 from brain.core.model import Note, Problem
 from brain.core.plan import DeleteFile, Plan
+from brain.core.project import project_name
 from brain.io import writer
-from brain.io.sessions import project_name
 from brain.io.vault import ChangedError, read_current
 from brain.settings import Settings
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from brain.core.project import project_name
 from brain.core.redaction import clean_text, redact
 from brain.core.session import MAX_PROMPTS, Session, is_joyful
 from brain.core.timeutil import parse_instant
@@ -304,43 +305,6 @@ def one_line(value: Any, limit: int = 300) -> str:
         return ""
     text = _CONTROL.sub("", _ANSI.sub("", clean_text(value))).replace("\n", " ").strip()
     return redact(text[:limit])
-
-
-_WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
-#: A folder that holds a repository's worktrees, named after it: ``spotter-worktrees``,
-#: ``spotter.worktrees``, ``spotter_worktrees``.
-_WORKTREES_FOLDER = re.compile(r"^(?P<repo>.+?)[-_.]worktrees$", re.IGNORECASE)
-
-
-def project_name(cwd: str) -> str:
-    """Project identity from a working directory: its last path component.
-
-    A git worktree belongs to its repository, so every worktree of one repository is one
-    project: a worktree under the project (``<repo>/.claude/worktrees/<name>``,
-    ``<repo>/.worktrees/<name>``), in a worktrees folder named after it
-    (``<repo>-worktrees/<name>``, also with ``.`` or ``_``), or in a ``worktrees`` folder inside
-    the repository when the worktree's name starts with the repository's
-    (``spotter/worktrees/spotter-gqc``). Windows separators are understood.
-    """
-    path = cwd.replace("\\", "/").rstrip("/")
-    for marker in _WORKTREE_MARKERS:
-        index = path.find(marker)
-        if index > 0:
-            path = path[:index]
-    parts = path.split("/")
-    for index, part in enumerate(parts[:-1]):  # a worktrees folder with a worktree inside it
-        named = _WORKTREES_FOLDER.match(part)
-        if named is not None:
-            return named["repo"]
-        if part.lower() == "worktrees" and index > 0 and parts[index - 1] and _named_after(parts[index + 1], parts[index - 1]):
-            return parts[index - 1]
-    name = parts[-1]
-    return name or path or "unknown"
-
-
-def _named_after(worktree: str, repo: str) -> bool:
-    """``spotter-gqc`` is named after ``spotter``: the repository's name and a separator."""
-    return len(worktree) > len(repo) and worktree.lower().startswith(repo.lower()) and worktree[len(repo)] in "-_."
 
 
 def relative_file(path: str, cwd: str) -> str:

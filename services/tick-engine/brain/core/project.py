@@ -1,0 +1,52 @@
+"""Project identity: which project a working directory belongs to (docs/agents.md).
+
+A project is the last component of a session's working directory, except that every git
+worktree of a repository is the repository. Pure string work, shared by the session readers,
+the inbox, the MCP server and the session-start hook.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Worktrees kept inside the repository: ``<repo>/.claude/worktrees/<name>`` is ``<repo>``.
+WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
+#: A folder that holds a repository's worktrees, named after it: ``spotter-worktrees``,
+#: ``spotter.worktrees``, ``spotter_worktrees``.
+_WORKTREES_FOLDER = re.compile(r"^(?P<repo>.+?)[-_.]worktrees$", re.IGNORECASE)
+
+
+def repository_path(path: str) -> str:
+    """``path`` (``/`` separators) without a worktree tail kept inside the repository."""
+    for marker in WORKTREE_MARKERS:
+        index = path.find(marker)
+        if index > 0:
+            path = path[:index]
+    return path
+
+
+def project_name(cwd: str) -> str:
+    """Project identity from a working directory: its last path component.
+
+    A git worktree belongs to its repository, so every worktree of one repository is one
+    project: a worktree under the project (``<repo>/.claude/worktrees/<name>``,
+    ``<repo>/.worktrees/<name>``), in a worktrees folder named after it
+    (``<repo>-worktrees/<name>``, also with ``.`` or ``_``), or in a ``worktrees`` folder inside
+    the repository when the worktree's name starts with the repository's
+    (``spotter/worktrees/spotter-gqc``). Windows separators are understood.
+    """
+    path = repository_path(cwd.replace("\\", "/").rstrip("/"))
+    parts = path.split("/")
+    for index, part in enumerate(parts[:-1]):  # a worktrees folder with a worktree inside it
+        named = _WORKTREES_FOLDER.match(part)
+        if named is not None:
+            return named["repo"]
+        if part.lower() == "worktrees" and index > 0 and parts[index - 1] and _named_after(parts[index + 1], parts[index - 1]):
+            return parts[index - 1]
+    name = parts[-1]
+    return name or path or "unknown"
+
+
+def _named_after(worktree: str, repo: str) -> bool:
+    """``spotter-gqc`` is named after ``spotter``: the repository's name and a separator."""
+    return len(worktree) > len(repo) and worktree.lower().startswith(repo.lower()) and worktree[len(repo)] in "-_."
