@@ -645,3 +645,17 @@ def test_verify_reads_back_what_is_on_disk_not_what_the_tick_meant_to_write(
     hits = index.search(vault, "Zanzibar quokkas")
     assert [(h.path, h.kind) for h in hits] == [("clusters/2026-11-21/2026-11-21-edited-after-0123456789ab.md",
                                                  "lesson")]
+
+
+def test_a_tick_that_rewrote_feed_files_leaves_a_state_the_next_tick_recognises(vault: Path) -> None:
+    """The fingerprint of the state leaves out the writer's temp files (an old image of
+    projects/index.json waiting to be unlinked): the next tick on the same files stops after
+    listing them, as an unchanged vault should."""
+    for n, day in enumerate(("2026-11-21", "2026-11-18")):
+        write_arc(vault, f"clusters/{day}", f"{day}-work-{n}-0123456789a{n}", sessions=[f"s{n}"], heat=0,
+                  tool_calls=10, last_active=f"{day}T11:00:00Z", extra={"project": "gateway"})
+    assert run_tick_json(vault)[0] == 0
+    code, report = run_tick_json(vault, now="2026-11-23T12:00:00Z")  # heat falls: the feed is rewritten
+    assert code == 0 and report["changes"]["written"]
+    code, report = run_tick_json(vault, now="2026-11-23T12:00:00Z")
+    assert code == 0 and report["phases"]["keeper"].get("unchanged_since") is not None

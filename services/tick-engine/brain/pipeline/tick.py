@@ -219,6 +219,8 @@ def fingerprint(s: Settings, listing: Listing, feed_dir: Path) -> str:
     digest.update("\n".join(f"{rel}\0{size}\0{mtime}" for rel, (size, mtime) in sorted(listing.items())).encode())
     if feed_dir.is_dir():
         for path in sorted(feed_dir.glob("*.md")) + sorted(feed_dir.glob("projects/*")):
+            if path.name.startswith("."):
+                continue  # a writer's temp file (an old image waiting to be unlinked): gone by the next tick
             st = path.stat()
             digest.update(f"feed:{path.relative_to(feed_dir)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()
