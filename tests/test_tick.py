@@ -647,6 +647,56 @@ def test_verify_reads_back_what_is_on_disk_not_what_the_tick_meant_to_write(
                                                  "lesson")]
 
 
+def _indexed(vault: Path) -> dict[str, str]:
+    import sqlite3
+
+    with sqlite3.connect(vault / ".brain" / "search.sqlite") as conn:
+        return dict(conn.execute("SELECT path, sha1 FROM files").fetchall())
+
+
+def _on_disk(vault: Path) -> dict[str, str]:
+    import hashlib
+
+    return {p.relative_to(vault).as_posix(): hashlib.sha1(p.read_bytes()).hexdigest()
+            for p in vault.rglob("*.md") if not any(part.startswith(".") or part == "brain-feed"
+                                                     for part in p.relative_to(vault).parts)}
+
+
+def test_the_search_index_follows_a_later_tick_from_its_changes_alone_unless_it_was_touched(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tick on the files the last one left, with the index it left, refreshes only what it
+    changed (no pass over every indexed path); an index someone else changed since is compared
+    whole, so nothing it lost stays lost."""
+    import sqlite3
+
+    import brain.search.index as index_module
+
+    for n, day in enumerate(("2026-11-21", "2026-11-18", "2026-11-10")):
+        write_arc(vault, f"clusters/{day}", f"{day}-work-{n}-0123456789a{n}", sessions=[f"s{n}"], heat=0,
+                  tool_calls=10, last_active=f"{day}T11:00:00Z")
+    (vault / "daily").mkdir()
+    (vault / "daily" / "notes.md").write_text("# Notes\n<!-- @lesson -->\nPin the resolver.\n<!-- @/lesson -->\n")
+    assert run_tick_json(vault)[0] == 0
+    assert _indexed(vault) == _on_disk(vault)
+
+    def no_full_pass(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the index was compared whole")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(index_module, "sync", no_full_pass)
+        code, report = run_tick_json(vault, now="2026-11-23T12:00:00Z")  # heat falls: arcs are rewritten
+    assert code == 0 and report["changes"]["written"]
+    assert _indexed(vault) == _on_disk(vault)
+
+    lost = "daily/notes.md"  # the operator's: no tick rewrites it
+    assert lost in _indexed(vault)
+    with sqlite3.connect(vault / ".brain" / "search.sqlite") as conn:  # another writer drops a file's rows
+        conn.execute("DELETE FROM files WHERE path = ?", (lost,))
+    code, _ = run_tick_json(vault, now="2026-11-26T12:00:00Z")
+    assert code == 0 and _indexed(vault) == _on_disk(vault)
+
+
 def test_a_tick_that_rewrote_feed_files_leaves_a_state_the_next_tick_recognises(vault: Path) -> None:
     """The fingerprint of the state leaves out the writer's temp files (an old image of
     projects/index.json waiting to be unlinked): the next tick on the same files stops after

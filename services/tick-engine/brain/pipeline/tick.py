@@ -273,6 +273,10 @@ class _Tick:
     keeper_only: bool
     tx: Transaction | None = None
     candidates_key: str | None = None  # what the --no-ai candidate report was computed from
+    #: The files are the ones the last tick left and the search index is the file it left
+    #: (same size and mtime): the index needs only what this tick changed.
+    index_in_sync: bool = False
+    index_stat: list[int] | None = None  # the index file after this tick's refresh (for the state)
 
     @property
     def vault(self) -> Path:
@@ -370,6 +374,8 @@ def _run(tick: _Tick) -> None:
     if tick.ai_phase is None and not tick.keeper_only and not report.problems and _fast_path(tick, state, fp,
                                                                                                 len(listing), t):
         return
+    tick.index_in_sync = state.get("fingerprint") == fp and state.get("index") is not None \
+        and state.get("index") == _index_stat(vault)
     snapshot = scan(vault, feed_dir=tick.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
                     listing=[(rel, _Stat(size, mtime)) for rel, (size, mtime) in listing.items()],
                     keep_bytes=not dry_run)
@@ -506,16 +512,37 @@ def _drain_inbox(tick: _Tick, snapshot: Snapshot) -> Snapshot:
     return fold(snapshot, plan, result, {}, tick.feed_rel)
 
 
-def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
-    """The search index follows the vault: files whose content changed are read again, nothing else."""
-    import sqlite3
-
-    from brain.search.index import sync
+def _index_stat(vault: Path) -> list[int] | None:
+    from brain.search.index import DB_FILE
 
     try:
-        sync(tick.vault, snapshot.notes.values(), max_bytes=tick.s.max_note_bytes, raw=snapshot.raw)
+        st = os.stat(os.path.join(vault, DB_FILE))
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
+    """The search index follows the vault: files whose content changed are read again, nothing else.
+
+    When the files are the ones the last tick left and so is the index, only what this tick
+    changed is looked at (no pass over every indexed path); anything else compares every note's
+    hash with the index's (:func:`brain.search.index.sync`)."""
+    import sqlite3
+
+    from brain.search.index import refresh, sync
+
+    try:
+        if tick.index_in_sync:
+            changed = tick.report.notes_changed()
+            refresh(tick.vault, snapshot.notes.values(), changed.changed, changed.removed,
+                    max_bytes=tick.s.max_note_bytes, raw=snapshot.raw)
+        else:
+            sync(tick.vault, snapshot.notes.values(), max_bytes=tick.s.max_note_bytes, raw=snapshot.raw)
     except (OSError, sqlite3.Error) as exc:
         tick.report.problems.append(Problem(".brain/search.sqlite", None, f"search index not updated: {exc}"))
+        return
+    tick.index_stat = _index_stat(tick.vault)
 
 
 def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
@@ -836,6 +863,7 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         "problems": [p.as_dict() for p in report.problems],
         "candidates": {"key": key, "report": {k: v for k, v in prompt.items() if k.startswith("candidates")}},
         "dashboards": dashboards,
+        "index": tick.index_stat,
     }
     atomic_write(path, json.dumps(state).encode())
 

@@ -430,6 +430,18 @@ def _busy(exc: Exception) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
+def _known(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, str]:
+    """What the index holds (path -> sha1) for ``paths`` only: a refresh of 20 files does not
+    read the row of every indexed file."""
+    wanted = sorted(paths)
+    found: dict[str, str] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(conn.execute(f"SELECT path, sha1 FROM files WHERE path IN ({marks})", chunk).fetchall())
+    return found
+
+
 def refresh(
     vault: Path, notes: Iterable[Note], changed: Iterable[str], removed: Iterable[str], *,
     max_bytes: int = DEFAULT_MAX_BYTES, raw: Mapping[str, bytes] | None = None,
@@ -450,7 +462,7 @@ def refresh(
             changed_set, removed_set = set(changed), set(removed) - set(changed)
             conn.execute("BEGIN IMMEDIATE")
             try:
-                known = dict(conn.execute("SELECT path, sha1 FROM files").fetchall())
+                known = _known(conn, changed_set | removed_set)
                 for rel in removed_set:
                     if rel in known:
                         _forget(conn, rel)
