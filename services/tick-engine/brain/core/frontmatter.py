@@ -218,7 +218,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     lines = frontmatter.split("\n")
     index, count = 0, len(lines)
-    keys, short, missing, declined = _KEYS, _SHORT, _MISSING, _DECLINED  # the hot loop's lookups, inlined
+    keys = _KEYS  # the hot loop's lookup, a local
     try:
         while index < count:
             line = lines[index]
@@ -237,12 +237,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
                     return None
                 rest = rest.strip()
                 if rest:
-                    value = short.get(rest, missing)
-                    if value is missing:
-                        value = _scalar(rest)
-                    elif value is declined:
-                        return None
-                    out[key] = value
+                    out[key] = _scalar(rest)
                     continue
             # A block below the key: "- item" lines, or "  sub: value" lines, or nothing (null).
             block: list[str] = []
@@ -262,12 +257,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
                     if b[:2] != "- " and b != "-":
                         return None
                     raw = b[2:].strip()
-                    value = short.get(raw, missing)
-                    if value is missing:
-                        value = _scalar(raw)
-                    elif value is declined:
-                        return None
-                    items.append(value)
+                    items.append(_scalar(raw))
                 out[key] = items
             else:  # one level of "  sub: value" lines, or nothing this loader reads
                 nested: dict[str, Any] = {}
@@ -281,12 +271,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
                     sub_rest = sub_rest.strip()
                     if not sub_rest:
                         return None
-                    value = short.get(sub_rest, missing)
-                    if value is missing:
-                        value = _scalar(sub_rest)
-                    elif value is declined:
-                        return None
-                    nested[sub] = value
+                    nested[sub] = _scalar(sub_rest)
                 out[key] = nested
     except _NotSimple:
         return None
