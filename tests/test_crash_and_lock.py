@@ -277,3 +277,33 @@ def test_two_plans_writing_one_file_in_one_transaction_both_land(tmp_path: Path,
             assert not result.problems and sorted(result.written) == sorted(paths), result.problems[:3]
     assert all((vault / rel).read_text() == f"three {rel}\n" for rel in paths)
     assert not [p for p in (vault / "notes").iterdir() if p.name.endswith(".brain-tmp")]  # no old image left
+
+
+def test_an_append_through_a_file_opened_before_the_commit_is_kept(tmp_path: Path) -> None:
+    """An editor that opened the file just before the tick swapped it in writes into the old
+    inode afterwards: that write is kept in the journal and reported, never unlinked with it."""
+    import hashlib
+
+    from brain.core.plan import Expect, Plan, WriteFile
+    from brain.core.timeutil import require_instant
+    from brain.io import writer
+    from brain.io.transaction import transaction
+
+    vault = init_vault(tmp_path / "v")
+    rel = "notes/n.md"
+    (vault / "notes").mkdir()
+    (vault / rel).write_bytes(b"zero\n")
+    st = (vault / rel).stat()
+    expect = Expect(st.st_size, st.st_mtime_ns, hashlib.sha1(b"zero\n").hexdigest())  # as the scan saw it
+    fd = os.open(vault / rel, os.O_WRONLY | os.O_APPEND)  # opened before the commit
+    try:
+        with transaction(vault, "tick", "t-1", require_instant(NOW)) as tx:
+            result = tx.apply(Plan([WriteFile(rel, b"one\n", expect=expect)]))
+            os.write(fd, b"operator line\n")  # lands in the swapped-out old inode
+    finally:
+        os.close(fd)
+    assert (vault / rel).read_bytes() == b"one\n"
+    assert (vault / writer.JOURNAL_DIR / "t-1" / "preserved" / rel).read_bytes() == b"zero\noperator line\n"
+    assert any("is kept in .brain/journal/t-1/preserved/" in p.message for p in result.problems), result.problems
+    assert [p.path for p in tx.late] == [rel]  # what the tick adds to its report after the block
+    assert not [p for p in (vault / "notes").iterdir() if p.name.endswith(".brain-tmp")]

@@ -49,6 +49,8 @@ class Transaction:
     tick_id: str
     journal: writer.Journal
     recovered: list[Problem] = field(default_factory=list)
+    #: Edits that reached a swapped-out old image after its commit, kept when the block ended.
+    late: list[Problem] = field(default_factory=list)
 
     def apply(self, plan: Plan) -> writer.ApplyResult:
         """Execute ``plan`` under this transaction's journal."""
@@ -86,5 +88,7 @@ def transaction(vault: Path, command: str, tick_id: str, now: datetime, *,
         try:
             yield tx
         finally:
-            writer.flush_discards()  # old images swapped out by the commits: gone before the lock is
+            # old images swapped out by the commits: gone (or kept, if written to) before the lock is
+            writer.flush_discards()
+            tx.late.extend(writer.take_kept())
         tx.journal.complete()

@@ -25,7 +25,7 @@ import re
 import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -198,6 +198,10 @@ class Journal:
     def preserve(self, path: str, data: bytes) -> str:
         """Keep bytes an operator wrote while the tick committed ``path``; returns where."""
         target = self.root / "preserved" / path
+        copy = 1
+        while target.exists():  # the same file raced twice in one run: keep both
+            target = self.root / "preserved" / f"{path.removesuffix('.md')}.{copy}.md"
+            copy += 1
         atomic_write(target, data)
         return target.relative_to(self.vault).as_posix()
 
@@ -267,6 +271,7 @@ def apply_plan(
         _note_result(item.op, result)
     if journal is None:
         flush_discards()  # no transaction to wait for them at its end
+        take_kept()  # already in this result's problems
     return result
 
 
@@ -437,11 +442,19 @@ def _stat_of(path: str | Path) -> tuple[int, int, int] | None:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
 
+#: Keeps bytes an operator wrote while the tick committed a file; returns the reported problem.
+Keep = Callable[[bytes], Problem]
+
 #: Old images a commit swapped out, unlinked by background threads while the run goes on (freeing
 #: an inode costs ten times the exchange that replaced it); :func:`flush_discards` waits for them.
 #: Paths go to the workers in batches (one future per batch, not per file: 10 000 futures weigh MBs).
+#: Each goes with the stat it had when it was swapped out, and what keeps bytes written to it since.
 _DISCARDS: list[Any] = []
-_PENDING: list[str] = []
+_PENDING: list[tuple[str, tuple[int, int, int] | None, Keep | None]] = []
+#: Old images an editor wrote to after the swap (it had opened the file just before): kept, not
+#: unlinked. Appended by the workers (list.append is atomic), handled by :func:`flush_discards`.
+_LATE: list[tuple[str, Keep]] = []
+_KEPT: list[Problem] = []
 _DISCARDER: ThreadPoolExecutor | None = None
 DISCARD_WORKERS, DISCARD_BATCH = 2, 128
 
@@ -451,8 +464,13 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
 
 
-def _unlink_all(paths: list[str]) -> None:
-    for path in paths:
+def _unlink_all(batch: list[tuple[str, tuple[int, int, int] | None, Keep | None]]) -> None:
+    """Unlink each old image, unless it changed since the swap (an editor that opened the file
+    just before it wrote into the old inode afterwards): that one waits for :func:`flush_discards`."""
+    for path, swapped, keep in batch:
+        if keep is not None and swapped is not None and _stat_of(path) not in (swapped, None):
+            _LATE.append((path, keep))
+            continue
         _unlink_quietly(path)
 
 
@@ -467,21 +485,39 @@ def _send_pending() -> None:
     _DISCARDS.append(_DISCARDER.submit(_unlink_all, batch))
 
 
-def _discard(path: str) -> None:
-    _PENDING.append(path)
+def _discard(path: str, swapped: tuple[int, int, int] | None = None,
+             keep: Keep | None = None) -> None:
+    _PENDING.append((path, swapped, keep))
     if len(_PENDING) >= DISCARD_BATCH:
         _send_pending()
 
 
 def flush_discards() -> None:
     """Wait until every swapped-out old image is unlinked (the end of a transaction, or of a
-    plan applied outside one). An unlink that fails leaves a hidden ``.brain-tmp`` file, never
-    a visible one; the next commit to that file overwrites it."""
+    plan applied outside one). An old image written to after its swap is handed to its ``keep``
+    (the journal's ``preserved/`` folder, and a reported problem) before it goes, so an append
+    racing the commit is never lost (see :func:`take_kept`). An unlink that fails leaves a hidden ``.brain-tmp`` file,
+    never a visible one; the next commit to that file overwrites it."""
     _send_pending()
     while _DISCARDS:
         future = _DISCARDS.pop()
         with contextlib.suppress(OSError):
             future.result()
+    while _LATE:
+        path, keep = _LATE.pop()
+        try:
+            _KEPT.append(keep(Path(path).read_bytes()))
+        except OSError:
+            continue  # left as a hidden .brain-tmp file rather than lost
+        _unlink_quietly(path)
+
+
+def take_kept() -> list[Problem]:
+    """The problems :func:`flush_discards` reported since the last call (the transaction adds
+    them to its run's report: they come after the plan's own result was read)."""
+    kept = _KEPT[:]
+    _KEPT.clear()
+    return kept
 
 
 class _Raced(Exception):
@@ -511,7 +547,7 @@ def _commit_over(tmp: str, target: str, seen: tuple[int, int, int] | None, writt
         return
     old = _stat_of(tmp)
     if seen is None or old == seen:  # the very inode the plan read, untouched: the commit stands
-        _discard(tmp)
+        _discard(tmp, old, keep)
         return
     # The operator saved between the stat and the exchange: give the file back to them.
     with contextlib.suppress(OSError):
@@ -599,10 +635,12 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
         op = item.op
         path = op.src if isinstance(op, MoveFile) else op.path
 
-        def keep(data: bytes, path: str = path) -> None:
+        def keep(data: bytes, path: str = path) -> Problem:
             where = journal.preserve(path, data) if journal is not None else None
-            result.problems.append(Problem(path, None, "an edit made while the tick committed this file "
-                                           + (f"is kept in {where}" if where else "could not be kept")))
+            problem = Problem(path, None, "an edit made while the tick committed this file "
+                              + (f"is kept in {where}" if where else "could not be kept"))
+            result.problems.append(problem)
+            return problem
 
         try:
             if isinstance(op, MoveFile):

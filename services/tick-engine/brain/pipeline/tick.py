@@ -313,6 +313,7 @@ def run_tick(
                 report.problems.extend(tx.recovered)
                 tick.tx = tx
                 _run(tick)
+            report.problems.extend(tx.late)
     finally:
         # The heat inputs memo holds every note the tick decided: let them go before the
         # collector is back, or its first pass walks them all (0.1 s after a cold tick).
