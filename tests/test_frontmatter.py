@@ -323,3 +323,13 @@ def test_a_plain_frontmatter_edit_needs_no_second_read(pairs: list, value: objec
     if not plain:
         return
     assert fm.set_scalars(text, {key: value}, plain=True) == fm.set_scalars(text, {key: value})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("value", ["\xa0", "a\xa0", "\u2003x", "\u3000"])
+def test_fast_loader_keeps_what_yaml_does_not_call_white_space(value: str) -> None:
+    """Python's str.strip() takes U+00A0 and friends; YAML keeps them: the fast loader must
+    read such a value exactly as PyYAML does, or hand it to PyYAML."""
+    text = fm.dump({"a": value, "b": [value]})
+    fast = fm.fast_load(text)
+    assert fast is None or fast == {"a": value, "b": [value]}
+    assert fm.load(text) == {"a": value, "b": [value]}

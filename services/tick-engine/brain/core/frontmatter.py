@@ -135,6 +135,10 @@ _RESOLVERS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
 assert None not in _Loader.yaml_implicit_resolvers  # every implicit resolver is keyed by a first character
 
 
+#: YAML's white space (``str.strip()`` would also take U+00A0 and other characters YAML keeps).
+_BLANKS = " \t"
+
+
 class _NotSimple(Exception):
     pass
 
@@ -224,7 +228,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
             line = lines[index]
             index += 1
             if not line or line[0] in " \t#-" or line[0].isspace():
-                if not line.strip():
+                if not line.strip(_BLANKS):
                     continue
                 return None
             if "\r" in line:
@@ -235,7 +239,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
             if rest:
                 if rest[0] != " ":
                     return None
-                rest = rest.strip()
+                rest = rest.strip(_BLANKS)
                 if rest:
                     out[key] = _scalar(rest)
                     continue
@@ -244,9 +248,9 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
             while index < count:
                 following = lines[index]
                 if following[:1] in (" ", "-"):
-                    if following.strip():
+                    if following.strip(_BLANKS):
                         block.append(following)
-                elif following.strip():
+                elif following.strip(_BLANKS):
                     break
                 index += 1
             if not block:
@@ -256,7 +260,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
                 for b in block:
                     if b[:2] != "- " and b != "-":
                         return None
-                    raw = b[2:].strip()
+                    raw = b[2:].strip(_BLANKS)
                     items.append(_scalar(raw))
                 out[key] = items
             else:  # one level of "  sub: value" lines, or nothing this loader reads
@@ -268,7 +272,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
                     if not sub_sep or sub in nested or not (keys.get(sub) or _plain_key(sub)) or \
                             (sub_rest and sub_rest[0] != " "):
                         return None
-                    sub_rest = sub_rest.strip()
+                    sub_rest = sub_rest.strip(_BLANKS)
                     if not sub_rest:
                         return None
                     nested[sub] = _scalar(sub_rest)
