@@ -130,17 +130,16 @@ def _current(path: Path, expect: Expect | None, before: bytes | None) -> tuple[b
     """The file's bytes (the planner's copy when size and an old-enough mtime still match), and
     its (size, mtime_ns, inode) taken before the read: a file changed between the two never
     matches that stat at commit, so it is a conflict, never overwritten."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
+    seen = _stat_of(path)
+    if seen is None:
         return None, None
-    seen = (st.st_size, st.st_mtime_ns, st.st_ino)
+    size, mtime_ns, _ = seen
     if (
         before is not None
         and expect is not None
-        and st.st_size == expect.size == len(before)
-        and st.st_mtime_ns == expect.mtime_ns
-        and st.st_mtime_ns < time.time_ns() - RACY_NS
+        and size == expect.size == len(before)
+        and mtime_ns == expect.mtime_ns
+        and mtime_ns < time.time_ns() - RACY_NS
     ):
         return before, seen
     data = _read(path)
@@ -450,7 +449,7 @@ Keep = Callable[[bytes], Problem]
 #: Paths go to the workers in batches (one future per batch, not per file: 10 000 futures weigh MBs).
 #: Each goes with the stat it had when it was swapped out, and what keeps bytes written to it since.
 _DISCARDS: list[Any] = []
-_PENDING: list[tuple[str, tuple[int, int, int] | None, Keep | None]] = []
+_PENDING: list[tuple[str, tuple[int, int, int] | None, Keep]] = []
 #: Old images an editor wrote to after the swap (it had opened the file just before): kept, not
 #: unlinked. Appended by the workers (list.append is atomic), handled by :func:`flush_discards`.
 _LATE: list[tuple[str, Keep]] = []
@@ -464,11 +463,11 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
 
 
-def _unlink_all(batch: list[tuple[str, tuple[int, int, int] | None, Keep | None]]) -> None:
+def _unlink_all(batch: list[tuple[str, tuple[int, int, int] | None, Keep]]) -> None:
     """Unlink each old image, unless it changed since the swap (an editor that opened the file
     just before it wrote into the old inode afterwards): that one waits for :func:`flush_discards`."""
     for path, swapped, keep in batch:
-        if keep is not None and swapped is not None and _stat_of(path) not in (swapped, None):
+        if swapped is not None and _stat_of(path) not in (swapped, None):
             _LATE.append((path, keep))
             continue
         _unlink_quietly(path)
@@ -485,8 +484,7 @@ def _send_pending() -> None:
     _DISCARDS.append(_DISCARDER.submit(_unlink_all, batch))
 
 
-def _discard(path: str, swapped: tuple[int, int, int] | None = None,
-             keep: Keep | None = None) -> None:
+def _discard(path: str, swapped: tuple[int, int, int] | None, keep: Keep) -> None:
     _PENDING.append((path, swapped, keep))
     if len(_PENDING) >= DISCARD_BATCH:
         _send_pending()
@@ -495,9 +493,9 @@ def _discard(path: str, swapped: tuple[int, int, int] | None = None,
 def flush_discards() -> None:
     """Wait until every swapped-out old image is unlinked (the end of a transaction, or of a
     plan applied outside one). An old image written to after its swap is handed to its ``keep``
-    (the journal's ``preserved/`` folder, and a reported problem) before it goes, so an append
-    racing the commit is never lost (see :func:`take_kept`). An unlink that fails leaves a hidden ``.brain-tmp`` file,
-    never a visible one; the next commit to that file overwrites it."""
+    (the journal's ``preserved/`` folder, and a reported problem: :func:`take_kept`) before it
+    goes, so an append racing the commit is never lost. An unlink that fails leaves a hidden
+    ``.brain-tmp`` file, never a visible one; the next commit to that file overwrites it."""
     _send_pending()
     while _DISCARDS:
         future = _DISCARDS.pop()
