@@ -32,7 +32,7 @@ from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write
 
 __all__ = ["ChangedError", "ScanStats", "Snapshot", "expect_of", "feed_relative", "listing_of", "load_marshal",
-           "read_current", "read_file", "read_texts", "save_cache", "scan", "walk"]
+           "read_current", "read_file", "read_stamped", "read_texts", "save_cache", "scan", "walk"]
 
 CACHE_FILE = ".brain/parse-cache"
 #: Bump when the cache's meaning changes without a field change (e.g. the arc-folder rule).
@@ -303,16 +303,32 @@ def scan(
     return snapshot
 
 
+def _read_all(fd: int, size_hint: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, max(size_hint + 1, 65536)):
+        chunks.append(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def read_file(path: str, size_hint: int = 0) -> bytes:
     """A file's bytes with plain system calls (no buffered file object: a cold scan reads 10 000)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        chunks = []
-        while chunk := os.read(fd, max(size_hint + 1, 65536)):
-            chunks.append(chunk)
+        return _read_all(fd, size_hint)
     finally:
         os.close(fd)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_stamped(path: str) -> tuple[bytes, int]:
+    """A file's bytes and the mtime of the very file read, stat'ed before the read: an edit
+    during the read leaves a newer mtime on disk than the one returned, so the parse cache
+    re-parses it instead of trusting bytes it never saw."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        return _read_all(fd, st.st_size), st.st_mtime_ns
+    finally:
+        os.close(fd)
 
 
 def _parse_file(vault: Path, rel: str, st: Any, max_note_bytes: int, keep: dict[str, bytes] | None,

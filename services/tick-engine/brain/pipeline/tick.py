@@ -53,7 +53,7 @@ from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.io import writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
 from brain.io.transaction import Transaction, preview, transaction
-from brain.io.vault import feed_relative, listing_of, load_marshal, read_texts, save_cache, scan
+from brain.io.vault import feed_relative, listing_of, load_marshal, read_stamped, read_texts, save_cache, scan
 from brain.pipeline.keeper import KeeperPlan, plan_keeper, write_external_feed
 from brain.settings import Settings
 
@@ -602,21 +602,6 @@ def _parsed(path: str, data: bytes) -> Note:
     return vault_note(path, data, mtime_ns=0)
 
 
-def _read_with_mtime(path: str) -> tuple[bytes, int]:
-    """A file's bytes and the mtime of the very file read, stat'ed before the read: an edit
-    during the read leaves a newer mtime on disk than the one returned, so the parse cache
-    re-parses it instead of trusting bytes it never saw."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        mtime = os.fstat(fd).st_mtime_ns
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return b"".join(chunks) if len(chunks) != 1 else chunks[0], mtime
-
-
 def _read_back(snapshot: Snapshot, paths: Iterable[str],
                keep: dict[str, bytes] | None = None) -> dict[str, Note]:
     """The notes of ``paths`` as the files are now. A file whose bytes hash to the note the
@@ -626,14 +611,15 @@ def _read_back(snapshot: Snapshot, paths: Iterable[str],
     root = str(snapshot.vault)
     for path in sorted(paths):
         try:
-            data, mtime = _read_with_mtime(os.path.join(root, path))
+            data, mtime = read_stamped(os.path.join(root, path))
         except OSError:
             continue
         known = snapshot.notes.get(path)
         if known is not None and known.size == len(data) and \
                 known.sha1 == hashlib.sha1(data, usedforsecurity=False).hexdigest():
-            found[path] = Note(path, known.size, mtime, known.sha1, known.arc, known.markers, known.problems,
-                               known.parsed, known.body_offset, known.plain_front)  # dataclasses.replace, cheaper
+            found[path] = Note(path=path, size=known.size, mtime_ns=mtime, sha1=known.sha1, arc=known.arc,
+                               markers=known.markers, problems=known.problems, parsed=known.parsed,
+                               body_offset=known.body_offset, plain_front=known.plain_front)  # replace(), cheaper
         else:
             found[path] = vault_note(path, data, mtime_ns=mtime)
         if keep is not None:
