@@ -222,7 +222,6 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     lines = frontmatter.split("\n")
     index, count = 0, len(lines)
-    keys = _KEYS  # the hot loop's lookup, a local
     try:
         while index < count:
             line = lines[index]
@@ -234,7 +233,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
             if "\r" in line:
                 return None
             key, sep, rest = line.partition(":")
-            if not sep or key in out or not (keys.get(key) or _plain_key(key)):
+            if not sep or key in out or not _plain_key(key):
                 return None
             if rest:
                 if rest[0] != " ":
@@ -269,7 +268,7 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
                     if b[:2] != "  " or b[2:3] in (" ", "-"):
                         return None
                     sub, sub_sep, sub_rest = b[2:].partition(":")
-                    if not sub_sep or sub in nested or not (keys.get(sub) or _plain_key(sub)) or \
+                    if not sub_sep or sub in nested or not _plain_key(sub) or \
                             (sub_rest and sub_rest[0] != " "):
                         return None
                     sub_rest = sub_rest.strip(_BLANKS)

@@ -393,13 +393,8 @@ def redact(text: str) -> str:
         return text
     text = repair_surrogates(text)
     for step, guard in _GUARDED:
-        for needle in guard:
-            if needle in text:
-                text = step.pattern.sub(step.handler, text)
-                break
-        else:
-            if not guard:
-                text = step.pattern.sub(step.handler, text)
+        if not guard or any(needle in text for needle in guard):
+            text = step.pattern.sub(step.handler, text)
     return text
 
 

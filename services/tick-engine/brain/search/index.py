@@ -290,7 +290,7 @@ def _note_and_text(vault: Path, rel: str, note: Note | None, max_bytes: int,
 
     from brain.core.model import parse_note
 
-    kept = raw.get(rel) if raw is not None and note is not None else None
+    kept = raw.get(rel) if raw is not None else None
     if kept is not None and note is not None and len(kept) == note.size and len(kept) <= max_bytes:
         try:
             return note, kept.decode("utf-8"), note.sha1
