@@ -109,3 +109,92 @@ def test_an_incremental_tick_writes_what_a_cold_tick_writes(arcs: list[dict], ca
         assert cold_report.keeper.parsed > 0  # the cold copy really parsed from scratch
         assert _files(warm) == _files(cold)
         assert hot_report.stats == cold_report.stats
+
+
+# --- the quiet tick: the last tick's view instead of a scan ------------------------------------------
+
+QUIET_STEPS = (timedelta(hours=2), timedelta(hours=4), timedelta(hours=13), timedelta(hours=26),
+               timedelta(hours=50), timedelta(days=4), timedelta(days=8), timedelta(days=31))
+
+
+def _quiet_vault(vault: Path) -> None:
+    """Three projects (one with more arcs than any feed file looks at), arcs cooling at every
+    boundary, conscious arcs that cool out, graduations, a signal cleared later, injects that
+    expire, a noise run, an arc with a bad date, a note outside the compartments with a signal."""
+    t0 = require_instant(NOW)
+    bodies = ("", "<!-- @lesson -->\nPin the version.\n<!-- @/lesson -->\n",
+              "<!-- @decision -->\nUse uv.\n<!-- @/decision -->\n", "<!-- @hot heat=6 -->\n")
+    n = 0
+    for project, count, cwd in (("alpha", 27, "/work/alpha"), ("beta", 6, "/work/beta"), ("gamma", 3, "/work/alpha")):
+        for i in range(count):
+            hours = (1, 20, 23, 25, 47, 71, 73, 100, 160, 170, 200, 24 * 13, 24 * 20, 24 * 29, 24 * 45)[(n * 7) % 15]
+            folder = ("clusters/2026-11-20", "frontal-lobe/conscious", "frontal-lobe/unconscious")[n % 3]
+            cid = f"2026-11-20-{project}-{i:02d}"
+            last = t0 - timedelta(hours=hours, minutes=n)
+            write_arc(vault, folder, cid, title=f"{project} work {i}", created=iso(last - timedelta(hours=2)),
+                      last_active=iso(last), status=("active", "paused", "done")[n % 3],
+                      sessions=[f"{cid}-s{k}" for k in range(1 + n % 3)], tool_calls=(0, 60, 250)[n % 3],
+                      body=bodies[n % 4],
+                      extra={"project": project, "cwd": cwd, "files": [f"src/{project}/m{i % 5}.py", "README.md"],
+                             "commands": ["pytest -x", f"make {project}"], "last_prompt": f"fix {project} {i}"})
+            n += 1
+    # Past every feed file's window (20 newer arcs of the same project): cold, but still to graduate.
+    for i in range(24):
+        last = t0 - (timedelta(hours=2 + i) if i < 20 else timedelta(days=12, hours=i))
+        write_arc(vault, "clusters/2026-11-20", f"2026-11-20-delta-{i:02d}", title=f"delta {i}", status="paused",
+                  created=iso(last - timedelta(hours=1)), last_active=iso(last), tool_calls=0,
+                  extra={"project": "delta", "cwd": "/work/delta"})
+    write_arc(vault, "frontal-lobe/conscious", "2026-11-20-alarm", title="CI red",
+              created=iso(t0 - timedelta(hours=30)), last_active=iso(t0 - timedelta(hours=29)),
+              extra={"project": "alpha"},
+              body=("<!-- @signal severity=critical source=ci -->\nCI is red on main.\n<!-- @/signal -->\n"
+                    f"<!-- @signal severity=resolved source=lint cleared_at={iso(t0 + timedelta(hours=5))} -->\n"
+                    "Lint fixed (CLEARED: by ops)\n<!-- @/signal -->\n"
+                    f"<!-- @inject target=all date={iso(t0 - timedelta(days=6))} ttl_days=7 -->\n"
+                    "Freeze deploys until Monday.\n<!-- @/inject -->\n"
+                    f"<!-- @inject target=claude.md date={iso(t0 - timedelta(days=1))} ttl_days=30 -->\n"
+                    "Run `uv run pytest -x` first.\n<!-- @/inject -->\n"))
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-noise", title="Reply HELLO", extra={"project": "beta"},
+              created=iso(t0 - timedelta(hours=3)), last_active=iso(t0 - timedelta(hours=3, seconds=-20)))
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-baddate", extra={"project": "beta"},
+              created="9999-12-31T00:00:00Z", last_active="9999-12-31T00:00:00Z")
+    (vault / "notes").mkdir(exist_ok=True)
+    (vault / "notes" / "ops.md").write_text("# Ops\n<!-- @signal severity=warning source=ops -->\nDisk at 80 %.\n"
+                                            "<!-- @/signal -->\n", encoding="utf-8")
+
+
+def _problems(report: object) -> list[tuple[str, str]]:
+    return sorted({(p["path"], p["message"]) for p in report.as_dict()["problems"]})  # type: ignore[attr-defined]
+
+
+def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
+    """Every later tick on an unchanged vault, run on the last tick's view and on a full scan of a
+    copy, leaves the same files, stats and problems; the view is what most of them ran on."""
+    quiet = init_vault(tmp_path / "quiet")
+    _quiet_vault(quiet)
+    s = Settings(vault=quiet, conscious_cap=4)
+    t0 = require_instant(NOW)
+    first = run_tick(s, t0, no_ai=True, dry_run=False)
+    assert first.exit_code == 0, first.as_dict()
+    assert (quiet / ".brain" / "tick-view").is_file()
+    full = tmp_path / "full"
+    shutil.copytree(quiet, full, symlinks=True)
+    ran_quiet = []
+    for step in QUIET_STEPS:
+        (full / ".brain" / "tick-view").unlink(missing_ok=True)  # no view: the full scan
+        a = run_tick(s, t0 + step, no_ai=True, dry_run=False)
+        b = run_tick(Settings(vault=full, conscious_cap=4), t0 + step, no_ai=True, dry_run=False)
+        assert a.exit_code == b.exit_code == 0, (step, a.as_dict(), b.as_dict())
+        assert not b.keeper.quiet
+        ran_quiet.append(a.keeper.quiet)
+        assert _files(quiet) == _files(full), step
+        assert a.stats == b.stats, step
+        assert _problems(a) == _problems(b), step
+        assert sorted(a.result.written) == sorted(b.result.written), step
+        assert sorted(a.result.moved) == sorted(b.result.moved), step
+    assert ran_quiet[0] and sum(ran_quiet) >= len(QUIET_STEPS) - 2, ran_quiet
+    # The full tick after the quiet ones finds nothing left to do.
+    (quiet / ".brain" / "tick-view").unlink()
+    again = run_tick(s, t0 + QUIET_STEPS[-1], no_ai=True, dry_run=False)
+    assert again.exit_code == 0 and not again.keeper.quiet
+    assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()

@@ -80,6 +80,9 @@ HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
 )
 #: The global ``recent-work.md`` (sessions outside every known project): its rows.
 RECENT_WORK, RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = "recent-work.md", 5, AGGREGATE_ARCS
+#: How deep into a project's arcs (in :func:`project_arcs` order) any project or recent-work
+#: line can look: a new window above must be counted here (a quiet tick reads only these).
+SHOWN_ARCS = max(RECENT_ARCS + 1, AGGREGATE_ARCS, KEEP_TOP_ARCS, LESSON_ARCS, RECENT_WORK_AGGREGATE)
 
 
 @dataclass(frozen=True)
@@ -289,6 +292,25 @@ def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> tuple
     return items, on_rows
 
 
+def shown_arcs(by_project: Mapping[str, list[ProjectArc]]) -> set[str]:
+    """The cluster_ids the project files, their index and ``recent-work.md`` can read: each
+    project's first :data:`SHOWN_ARCS`, and for each recorded ``cwd`` its latest arcs."""
+    shown: set[str] = set()
+    latest: dict[str, tuple[datetime, list[str]]] = {}
+    for arcs in by_project.values():
+        shown.update(pa.arc.cluster_id for pa in arcs[:SHOWN_ARCS])
+        for pa in arcs:
+            if pa.arc.cwd:
+                known = latest.get(pa.arc.cwd)
+                if known is None or known[0] < pa.last_active:
+                    latest[pa.arc.cwd] = (pa.last_active, [pa.arc.cluster_id])
+                elif known[0] == pa.last_active:
+                    known[1].append(pa.arc.cluster_id)
+    for _, ids in latest.values():
+        shown.update(ids)
+    return shown
+
+
 def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[ProjectArc]:
     """Every project's real work (no scripted runs), newest first."""
     every = [pa for arcs in by_project.values() for pa in arcs if not pa.scripted]
@@ -485,7 +507,7 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
         for pa in arcs:
             if pa.arc.cwd:
                 cwd = redact(pa.arc.cwd).replace("\\", "/").rstrip("/") or "/"
-                if cwd not in roots or roots[cwd][0] < pa.last_active:
+                if cwd not in roots or roots[cwd] < (pa.last_active, project):  # a tie: one answer, any order
                     roots[cwd] = (pa.last_active, project)
     data = {
         "version": INDEX_VERSION,

@@ -31,8 +31,25 @@ from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write
 
-__all__ = ["ChangedError", "ScanStats", "Snapshot", "expect_of", "feed_relative", "listing_of", "load_marshal",
-           "read_current", "read_file", "read_stamped", "read_texts", "save_cache", "scan", "walk"]
+__all__ = [
+    "ChangedError",
+    "ScanStats",
+    "Snapshot",
+    "drop_view",
+    "expect_of",
+    "feed_relative",
+    "listing_of",
+    "load_marshal",
+    "load_view",
+    "read_current",
+    "read_file",
+    "read_stamped",
+    "read_texts",
+    "save_cache",
+    "save_view",
+    "scan",
+    "walk",
+]
 
 CACHE_FILE = ".brain/parse-cache"
 #: Bump when the cache's meaning changes without a field change (e.g. the arc-folder rule).
@@ -180,6 +197,53 @@ def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
         atomic_write(vault / CACHE_FILE, data)
         (vault / OVERLAY_FILE).unlink(missing_ok=True)
         _BASE.update(vault=vault, written=now, paths=frozenset(rows), overlay=frozenset())
+
+
+VIEW_FILE = ".brain/tick-view"
+
+
+def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
+    """Persist the notes a quiet tick needs (best effort: a missing view only costs a full scan).
+
+    ``key`` names the vault state they belong to (the tick's fingerprint of the files it left);
+    the rows keep the order given, which is the scan's."""
+    rows = tuple(_note_row(note) for note in notes if note.mtime_ns)
+    with contextlib.suppress(OSError):
+        atomic_write(vault / VIEW_FILE, marshal.dumps((CACHE_KEY, key, time.time_ns(), rows)))
+
+
+def drop_view(vault: Path) -> None:
+    with contextlib.suppress(OSError):
+        (vault / VIEW_FILE).unlink(missing_ok=True)
+
+
+def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]]) -> dict[str, Note] | None:
+    """The notes :func:`save_view` kept for ``key``, each still the file on disk (same size and
+    mtime in ``listing``; a racily clean one confirmed by its hash), in the order saved; None
+    when the view is missing, damaged, of another state, or any of its files differs."""
+    raw = load_marshal(vault / VIEW_FILE)
+    if not (isinstance(raw, tuple) and len(raw) == 4 and raw[0] == CACHE_KEY and raw[1] == key
+            and isinstance(raw[2], int) and isinstance(raw[3], tuple)):
+        return None
+    trusted_before = raw[2] - RACY_SECONDS * 1_000_000_000
+    notes: dict[str, Note] = {}
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for row in raw[3]:
+            if not (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES)):
+                return None
+            note = _note_of(row)
+            if listing.get(note.path) != (note.size, note.mtime_ns) or not (
+                    note.mtime_ns < trusted_before or _same_content(vault, note.path, note.size, note.sha1)):
+                return None
+            notes[note.path] = note
+    except (TypeError, ValueError):
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+    return notes
 
 
 def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:

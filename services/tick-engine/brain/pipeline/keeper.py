@@ -31,6 +31,7 @@ class KeeperPlan:
     inject_blocks: int = 0
     signals_active: int = 0
     predicted: dict[str, Note] = field(default_factory=dict)  # path after this tick -> its note
+    feed_reads: frozenset[str] = frozenset()  # :attr:`brain.core.feed.BuiltFeed.reads`
 
 
 MAX_DIFF_LINES = 200
@@ -86,6 +87,7 @@ def plan_keeper(
     intent_text: str | None = None,
     tick_id: str = "",
     dashboards: bool = True,
+    dashboard_texts: Mapping[str, str] | None = None,
 ) -> KeeperPlan:
     """The keeper's plan for ``decisions`` over ``snapshot``.
 
@@ -93,7 +95,8 @@ def plan_keeper(
     changed since the scan and is left for the next tick); ``feed_rel`` is the feed folder
     inside the vault (None: elsewhere, written by the tick itself); ``folder_tokens`` the
     tokens of the feed files already there. ``dashboards`` False leaves them out when the
-    caller knows their inputs did not change.
+    caller knows their inputs did not change; ``dashboard_texts`` are dashboards the caller
+    rendered itself (a quiet tick patches the lines of the arcs it moves), written instead.
     """
     plan = Plan()
     out = KeeperPlan(plan, decisions)
@@ -134,6 +137,7 @@ def plan_keeper(
     )
     out.signals_active = built.signals_active
     out.inject_blocks = built.inject_blocks
+    out.feed_reads = built.reads
     out.problems.extend(built.problems)
     for feed_file in built.files:
         text = feed_file.render()
@@ -144,8 +148,9 @@ def plan_keeper(
             plan.add(WriteFile(f"{feed_rel}/{feed_file.name}", text.encode("utf-8"), owned=True, reason="feed"))
     out.feed_tokens += built.fixed_tokens
 
-    if dashboards:
-        for path, text in sorted(feed.dashboards(decisions.arcs).items()):
+    if dashboards or dashboard_texts:
+        texts_out = feed.dashboards(decisions.arcs) if dashboards else dict(dashboard_texts or {})
+        for path, text in sorted(texts_out.items()):
             data = text.encode("utf-8")
             known = snapshot.notes.get(path)  # dashboards are notes the scan hashed: unchanged ones are no-ops
             if known is None or known.size != len(data) or known.sha1 != hashlib.sha1(data, usedforsecurity=False).hexdigest():

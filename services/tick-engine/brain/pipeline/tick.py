@@ -7,6 +7,10 @@ wrote. Work is proportional to change:
 
 * an unchanged vault inside the last plan's validity window stops after the listing (the
   window ends at the first instant any arc's heat can change, :func:`brain.core.heat.next_change`);
+* an unchanged vault past that window is a *quiet* tick: it reads only the notes the last tick
+  kept in its view (``.brain/tick-view``: every arc whose heat is above 0 or can still change,
+  every note with signals, injects or problems, what the feed can list) and decides, writes and
+  verifies those; an arc that would move sends it back to the full scan (dashboards list all);
 * the parse cache loads without parsing JSON, files are re-parsed only when their size or
   mtime changed, and only the arcs whose file changes are read;
 * dashboards are rendered only when what they list changed; the ``--no-ai`` candidate
@@ -35,8 +39,10 @@ from typing import Any
 from brain import __version__
 from brain.core import feed
 from brain.core.candidates import candidate_report
-from brain.core.heat import forget_inputs
+from brain.core.heat import created_of, forget_inputs
+from brain.core.inbox import INBOX
 from brain.core.keeper import (
+    ArcDecision,
     HeatMemo,
     KeeperDecisions,
     Remembered,
@@ -47,13 +53,25 @@ from brain.core.keeper import (
 )
 from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
-from brain.core.snapshot import ScanDelta, Snapshot, vault_note
+from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.io import writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
 from brain.io.transaction import Transaction, preview, transaction
-from brain.io.vault import feed_relative, listing_of, load_marshal, read_stamped, read_texts, save_cache, scan
+from brain.io.vault import (
+    drop_view,
+    feed_relative,
+    listing_of,
+    load_marshal,
+    load_view,
+    read_file,
+    read_stamped,
+    read_texts,
+    save_cache,
+    save_view,
+    scan,
+)
 from brain.pipeline.keeper import KeeperPlan, plan_keeper, write_external_feed
 from brain.settings import Settings
 
@@ -95,9 +113,12 @@ class KeeperReport:
     remembered: int | None = None  # arcs whose heat the memo gave (not recomputed)
     unchanged_since: str | None = None
     amygdala: dict[str, Any] | None = None
+    quiet: bool = False  # the notes came from the last tick's view, not a scan of every file
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"ms": self.ms, "files": self.files, "parsed": self.parsed, "cached": self.cached}
+        if self.quiet:
+            data["quiet"] = True
         if self.unchanged_since is not None:
             data["unchanged_since"] = self.unchanged_since
         else:
@@ -238,12 +259,19 @@ def _load_memo(vault: Path, s: Settings) -> dict[str, Remembered]:
 
 
 def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Snapshot, now: datetime,
-               before: HeatMemo) -> None:
-    """Best effort: a missing memo only costs recomputing every arc's heat once."""
+               before: HeatMemo, *, partial: bool = False) -> None:
+    """Best effort: a missing memo only costs recomputing every arc's heat once.
+
+    ``partial``: the snapshot holds some of the vault's notes (a quiet tick); the entries of
+    the others stay as they were."""
     live = sum(1 for d in decisions.arcs.values() if d.last_active is not None)
-    if decisions.remembered == live == len(before) and not snapshot.delta:
+    if decisions.remembered == live == (live if partial else len(before)) and not snapshot.delta \
+            and not (partial and any(d.changes_file for d in decisions.changed())):
         return  # every arc came from the memo and none was written: it is still the one on disk
     memo = remembered(decisions, snapshot.notes, now, before)
+    if partial:
+        decided = {d.note.path for d in decisions.arcs.values()}
+        memo = {**{path: entry for path, entry in before.items() if path not in decided}, **memo}
     rows = {path: tuple(entry) for path, entry in memo.items()}
     with contextlib.suppress(OSError):
         atomic_write(vault / MEMO_FILE, marshal.dumps((_settings_digest(s), rows)))
@@ -272,6 +300,9 @@ class _Tick:
     skip_reason: str
     keeper_only: bool
     tx: Transaction | None = None
+    #: The snapshot holds only the notes of the last tick's view (a quiet tick): nothing that
+    #: needs every note (parse cache, dashboards, the index's full sync) runs on it.
+    partial: bool = False
     candidates_key: str | None = None  # what the --no-ai candidate report was computed from
     #: The files are the ones the last tick left and the search index is the file it left
     #: (same size and mtime): the index needs only what this tick changed.
@@ -377,18 +408,33 @@ def _run(tick: _Tick) -> None:
         return
     tick.index_in_sync = state.get("fingerprint") == fp and state.get("index") is not None \
         and state.get("index") == _index_stat(vault)
-    snapshot = scan(vault, feed_dir=tick.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
-                    listing=[(rel, _Stat(size, mtime)) for rel, (size, mtime) in listing.items()],
-                    keep_bytes=not dry_run)
-    report.problems.extend(snapshot.problems)
-    report.delta = snapshot.delta
-    _after_scan(tick, snapshot)
-    snapshot = _drain_inbox(tick, snapshot)
-
     memo = _load_memo(vault, s)
-    decisions = decide(snapshot.notes.values(), now, s, horizon=True, memo=memo)
+    quiet = _quiet_view(tick, state, fp, listing)
+    patched: dict[str, str] | None = None
+    if quiet is not None:
+        decisions = decide(quiet.notes.values(), now, s, horizon=True, memo=memo)
+        patched = None if decisions.duplicates else _patched_dashboards(quiet, decisions)
+        if patched is None:
+            quiet = None  # a dashboard line it cannot patch: dashboards list every arc, so scan them all
+    if quiet is not None:
+        tick.partial = True
+        snapshot = quiet
+        report.problems.extend(snapshot.problems)
+    else:
+        snapshot = scan(vault, feed_dir=tick.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
+                        listing=[(rel, _Stat(size, mtime)) for rel, (size, mtime) in listing.items()],
+                        keep_bytes=not dry_run)
+        report.problems.extend(snapshot.problems)
+        report.delta = snapshot.delta
+        _after_scan(tick, snapshot)
+        snapshot = _drain_inbox(tick, snapshot)
+        decisions = decide(snapshot.notes.values(), now, s, horizon=True, memo=memo)
     saved_key = state.get("dashboards")
-    if state.get("fingerprint") == fp and isinstance(saved_key, str) and not any(
+    if tick.partial:
+        # Not every arc is here to key or render the dashboards: the lines of the arcs that move
+        # are patched, and the key is left for the next full tick to work out again.
+        dashboards_key = None if patched else saved_key
+    elif state.get("fingerprint") == fp and isinstance(saved_key, str) and not any(
             d.path != d.note.path or d.note.arc is None or d.status != d.note.arc.status for d in decisions.changed()):
         # The very files the last tick left, and no arc moves or changes status: the same dashboards.
         dashboards_key = saved_key
@@ -398,9 +444,9 @@ def _run(tick: _Tick) -> None:
     touched = any(p.endswith("/_dashboard.md") for p in (*snapshot.delta.changed, *snapshot.delta.removed))
     report.keeper = KeeperReport(ms=0.0, files=snapshot.stats.files, parsed=snapshot.stats.parsed,
                                  cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2), planned=0,
-                                 remembered=decisions.remembered)
-    kplan, snapshot = _keeper_pass(tick, snapshot, decisions,
-                                   dashboards=touched or dashboards_key != state.get("dashboards"))
+                                 remembered=decisions.remembered, quiet=tick.partial)
+    kplan, snapshot = _keeper_pass(tick, snapshot, decisions, dashboard_texts=patched,
+                                   dashboards=not tick.partial and (touched or dashboards_key != saved_key))
     final_plan = kplan
     report.keeper.ms = _ms(t)
 
@@ -453,10 +499,10 @@ def _run(tick: _Tick) -> None:
         _refresh_index(tick, snapshot)
         indexing = _ms(started)
         snapshot = dataclasses.replace(snapshot, raw={})
-    if not dry_run and (snapshot.delta or report.result.changed or not snapshot.stats.cached):
-        save_cache(vault, snapshot.notes)
+    if not dry_run and not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached):
+        save_cache(vault, snapshot.notes)  # a quiet tick's few writes are parsed again by the next full scan
     if not dry_run:
-        _save_memo(vault, s, final_plan.decisions, snapshot, now, memo)
+        _save_memo(vault, s, final_plan.decisions, snapshot, now, memo, partial=tick.partial)
     report.verify.ms = round(_ms(t) - indexing, 2)
 
     _publish_alarms(tick, snapshot)
@@ -477,10 +523,15 @@ def _run(tick: _Tick) -> None:
         "conscious": _conscious(final),
         "feed_tokens": final_plan.feed_tokens,
     })
+    if tick.partial:  # counted over every note: a quiet tick's edits (heat, status, cleared signals) keep them
+        whole = state.get("stats", {})
+        report.stats.update({key: int(whole.get(key, 0)) for key in ("arcs", "lessons", "edges")})
     if not dry_run:
         writer.prune_journals(vault, s.journal_keep)
         _save_state(tick, listing, snapshot, final,
-                    dashboards_key if final is kplan.decisions else _dashboards_key(final))
+                    dashboards_key if final is kplan.decisions else _dashboards_key(final),
+                    view=snapshot.notes.values() if tick.partial else _view_notes(snapshot, final,
+                                                                                  final_plan.feed_reads))
 
 
 @dataclass(frozen=True)
@@ -531,23 +582,24 @@ def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
     hash with the index's (:func:`brain.search.index.sync`)."""
     import sqlite3
 
-    from brain.search.index import refresh, sync
+    from brain.search.index import SearchIndexError, refresh, sync
 
     try:
         if tick.index_in_sync:
             changed = tick.report.notes_changed()
             refresh(tick.vault, snapshot.notes.values(), changed.changed, changed.removed,
-                    max_bytes=tick.s.max_note_bytes, raw=snapshot.raw)
+                    max_bytes=tick.s.max_note_bytes, raw=snapshot.raw, partial=tick.partial)
         else:
             sync(tick.vault, snapshot.notes.values(), max_bytes=tick.s.max_note_bytes, raw=snapshot.raw)
-    except (OSError, sqlite3.Error) as exc:
+    except (OSError, sqlite3.Error, SearchIndexError) as exc:
         tick.report.problems.append(Problem(".brain/search.sqlite", None, f"search index not updated: {exc}"))
         return
     tick.index_stat = _index_stat(tick.vault)
 
 
 def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
-                 extra_diff: list[str] | None = None, intent_text: str | None = None) -> tuple[KeeperPlan, Snapshot]:
+                 extra_diff: list[str] | None = None, intent_text: str | None = None,
+                 dashboard_texts: Mapping[str, str] | None = None) -> tuple[KeeperPlan, Snapshot]:
     """Read the arcs that change, plan, apply; returns the plan and the snapshot it leads to."""
     report = tick.report
     texts, problems = read_texts(snapshot, [d.note for d in decisions.changed()])
@@ -555,7 +607,8 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     report.result.conflicts.update(p.path for p in problems)  # left for the next tick, like a writer conflict
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
                         folder_tokens=_folder_tokens(tick.feed_dir), extra_diff=extra_diff,
-                        intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards)
+                        intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards,
+                        dashboard_texts=dashboard_texts)
     del texts  # a cold tick holds every arc's text: not while it writes them as well
     report.problems.extend(kplan.problems)
     report.keeper.planned = (report.keeper.planned or 0) + len(kplan.plan.operations)
@@ -829,12 +882,15 @@ def _fast_path(tick: _Tick, state: Mapping[str, Any], fp: str, files: int, start
 
 
 def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
-                dashboards: str) -> None:
-    """Remember this verified outcome so an unchanged vault can skip the work next time."""
+                dashboards: str | None, *, view: Iterable[Note] | None = None) -> None:
+    """Remember this verified outcome so an unchanged vault can skip the work next time.
+
+    ``view``: the notes a quiet tick on these very files needs (:func:`_view_notes`)."""
     report, vault = tick.report, tick.vault
     path = vault / STATE_FILE
     if report.exit_code != 0 or report.result.conflicts or report.amygdala_failed or report.ai_applied:
         path.unlink(missing_ok=True)
+        drop_view(vault)
         return
     after = _listing_after(listing, snapshot, report.result)
     prompt = report.ai_phases.get("prompt", {})
@@ -845,14 +901,81 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         # The feed's index says when it was generated: refresh it before the hook would call it stale.
         "valid_until": iso(min(valid_until(decisions, tick.now, tick.s),
                                tick.now + timedelta(seconds=tick.s.feed_ttl_seconds / 2))),
-        "fingerprint": fingerprint(tick.s, after, tick.feed_dir),
+        "fingerprint": (fp := fingerprint(tick.s, after, tick.feed_dir)),
         "stats": report.stats,
         "problems": [p.as_dict() for p in report.problems],
         "candidates": {"key": key, "report": {k: v for k, v in prompt.items() if k.startswith("candidates")}},
         "dashboards": dashboards,
         "index": tick.index_stat,
     }
+    if view is None:
+        drop_view(vault)
+    else:
+        save_view(vault, fp, view)
     atomic_write(path, json.dumps(state).encode())
+
+
+#: Markers whose notes every feed build reads, wherever they are (the signals and inject files).
+_VIEW_MARKERS = frozenset({"signal", "inject"})
+
+
+def _view_notes(snapshot: Snapshot, decisions: KeeperDecisions, feed_reads: frozenset[str]) -> list[Note] | None:
+    """The notes a later tick needs while the files stay as this tick left them: every arc whose
+    heat is above 0 or can still change (:func:`brain.core.heat.next_change`) or that sits in
+    conscious, the arcs the feed can list (``feed_reads``) or whose dates are reported, and every
+    note with signals, injects or problems. The others keep heat 0 and their place for good, and
+    no feed file reads them. None: no quiet tick (duplicate cluster_ids need every note)."""
+    if decisions.duplicates:
+        return None
+    keep = {d.path for cid, d in decisions.arcs.items()
+            if d.heat > 0 or d.next_change is not None or in_conscious(d.path) or cid in feed_reads
+            or cid in decisions.dated_badly}
+    return [note for path, note in snapshot.notes.items()
+            if path in keep or note.problems or path.startswith("amygdala/")
+            or any(m.type in _VIEW_MARKERS for m in note.markers)]
+
+
+def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[str, str] | None:
+    """The dashboards of the dates whose arcs move or change status, each with those lines
+    rendered again (the rest of a dashboard lists arcs that did not change); None when one
+    cannot be read or lacks a line (the full tick renders them all)."""
+    by_path: dict[str, list[ArcDecision]] = {}
+    for d in decisions.changed():
+        if d.note.arc is not None and (d.path != d.note.path or d.status != d.note.arc.status):
+            by_path.setdefault(feed.dashboard_of(created_of(d.note).date().isoformat()), []).append(d)
+    out: dict[str, str] = {}
+    for path, group in sorted(by_path.items()):
+        try:
+            text = read_file(os.path.join(snapshot.vault, path)).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        patched = feed.patch_dashboard(text, group)
+        if patched is None:
+            return None
+        out[path] = patched
+    return out
+
+
+def _quiet_view(tick: _Tick, state: Mapping[str, Any], fp: str, listing: Listing) -> Snapshot | None:
+    """The last tick's view as a snapshot, when this tick may run on it: the files are the ones
+    the last tick left (its fingerprint), no AI, no inbox notes to drain (their target is the
+    hottest arc of all), the search index as it was left, and the view intact."""
+    if tick.ai_phase is not None or tick.keeper_only or tick.report.dry_run or tick.report.problems:
+        return None
+    since = parse_instant(state.get("now"))
+    candidates = state.get("candidates")
+    if (state.get("fingerprint") != fp or not tick.index_in_sync or since is None or tick.now < since
+            or not isinstance(state.get("stats"), dict)
+            or not (isinstance(candidates, dict) and isinstance(candidates.get("report"), dict))):
+        return None
+    if any(rel.startswith(INBOX + "/") for rel in listing):
+        return None
+    started = time.perf_counter()
+    notes = load_view(tick.vault, fp, listing)
+    if notes is None:
+        return None
+    return Snapshot(tick.vault, notes, tuple(p for note in notes.values() for p in note.problems),
+                    ScanStats(len(listing), 0, len(notes), (time.perf_counter() - started) * 1000), ScanDelta())
 
 
 def _listing_after(listing: Listing, snapshot: Snapshot, result: writer.ApplyResult) -> Listing:

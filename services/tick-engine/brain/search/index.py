@@ -444,14 +444,15 @@ def _known(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, str]:
 
 def refresh(
     vault: Path, notes: Iterable[Note], changed: Iterable[str], removed: Iterable[str], *,
-    max_bytes: int = DEFAULT_MAX_BYTES, raw: Mapping[str, bytes] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES, raw: Mapping[str, bytes] | None = None, partial: bool = False,
 ) -> IndexStats:
     """Re-index the ``changed`` files (read from disk now) and drop the ``removed`` ones.
 
     ``notes`` are those of the scan that saw the change: a changed path it does not hold (a
     feed file, anything under a dot-folder) is not a note and is never indexed. Cost is
     proportional to the change. A missing, corrupt or outdated index is rebuilt
-    from ``notes`` instead.
+    from ``notes`` instead, unless they are ``partial`` (some of the vault's notes only):
+    then it raises :class:`SearchIndexError` and the index is left for a full pass.
     """
     note_list = notes if isinstance(notes, list) else list(notes)
     started = time.perf_counter()
@@ -473,8 +474,8 @@ def refresh(
                 conn.execute("ROLLBACK")
                 raise
     except (SearchIndexError, sqlite3.DatabaseError) as exc:
-        if _busy(exc):
-            raise  # another writer holds it: not a reason to rebuild
+        if _busy(exc) or partial:
+            raise  # another writer holds it, or the notes are not all of the vault: not a reason to rebuild
         return rebuild(vault, note_list, max_bytes=max_bytes, raw=raw)
     stats.ms = (time.perf_counter() - started) * 1000
     return stats
