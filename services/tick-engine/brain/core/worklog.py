@@ -143,6 +143,10 @@ def simple_commands(command: str) -> list[list[str]]:
         elif char in "'\"":
             quote = char
             current.append(char)
+        elif text.startswith("\\\n", index):  # a line continuation: the same command goes on
+            current.append(" ")
+            index += 2
+            continue
         elif text.startswith("<<", index):
             break
         elif char == "&" and (text.startswith(("&>", ">&"), index) or text[index - 1 : index] == ">"):
@@ -301,11 +305,20 @@ _WORKTREE_PREFIX = re.compile(r"^(?:\.claude/worktrees|\.worktrees)/[^/]+/")
 PASTE_IDENTIFIERS = 12
 
 
+#: Claude Code's own spill files: a tool output too long for the log, saved under the session's
+#: folder (``~/.claude/projects/<slug>/<session>/tool-results/toolu_….txt``). Read once by the
+#: session that wrote it, never by another: not part of the project's work.
+_SPILL_FILE = re.compile(r"/\.claude/projects/[^/]+/[^/]+/tool-results/")
+_DRIVE = re.compile(r"^[A-Za-z]:/")
+
+
 def relative_path(path: str, cwd: str) -> str:
-    """``path`` relative to ``cwd`` when it lies inside it (Windows separators understood)."""
+    """``path`` relative to ``cwd`` when it lies inside it (Windows separators and drive
+    letters understood: ``x:\\repo\\a.py`` lies in ``X:\\Repo``)."""
     norm = path.replace("\\", "/")
     root = cwd.replace("\\", "/").rstrip("/")
-    if root and norm.startswith(root + "/"):
+    inside = norm.lower().startswith(root.lower() + "/") if _DRIVE.match(root) else norm.startswith(root + "/")
+    if root and inside:
         norm = norm[len(root) + 1 :]
     # A subagent's worktree of the same repository is the same file: .claude/worktrees/<agent>/src/x.py
     return _WORKTREE_PREFIX.sub("", norm)
@@ -350,7 +363,7 @@ class WorkLog:
 
     def file_read(self, path: str) -> None:
         rel = relative_path(path, self.cwd)
-        if rel:
+        if rel and not _SPILL_FILE.search(rel):
             self.read[rel] += 1
             self._seen(rel)
 

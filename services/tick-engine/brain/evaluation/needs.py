@@ -318,11 +318,21 @@ def _trim(words: list[str]) -> list[str]:
     return words
 
 
+_WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def slashed(path: str) -> str:
+    """``path`` with ``/`` separators: a Windows path (``X:\\a\\b.py``, ``a\\b.py``) is the same path."""
+    if _WINDOWS_PATH.match(path) or ("\\" in path and "/" not in path):
+        return path.replace("\\", "/")
+    return path
+
+
 def _file_like(token: str) -> str | None:
     """``token`` as a file path when it looks like one (known extension, not a URL or a flag)."""
     if "://" in token or token.startswith("-") or any(ch in token for ch in "*?$`{}[]\"'=@ \t\n"):
         return None
-    name = PurePosixPath(token).name
+    name = PurePosixPath(slashed(token)).name
     stem, dot, ext = name.rpartition(".")
     if not dot or not stem or ext.lower() not in FILE_EXTENSIONS or not re.search(r"[A-Za-z]", stem):
         return None
@@ -436,6 +446,8 @@ _IDE_BLOCK = re.compile(r"<(ide_selection|ide_opened_file|system-reminder)>.*?</
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
 _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
 _PATH = re.compile(r"(?<![\w/.-])(?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+/?")
+#: A Windows path typed in a prompt (``X:\\addons\\crm\\views.xml``, ``crm\\views.xml``).
+_WINDOWS_TYPED = re.compile(r"(?<![\w\\/.-])(?:[A-Za-z]:\\)?[\w.-]+(?:\\[\w.-]+)+\\?")
 _DOTTED = re.compile(r"(?<![\w.-])[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+(?![\w-])")
 _SNAKE = re.compile(r"(?<![\w-])[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w-])")
 _CAMEL = re.compile(r"(?<![\w-])(?:[a-z]+[a-z0-9]*(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)(?![\w-])")
@@ -497,7 +509,7 @@ def _entity_key(token: str) -> str | None:
     token = token.strip().strip(".,:;!?()[]{}\"'")
     if len(token) < 3 or len(token) > 80 or not re.search(r"[A-Za-z]", token):
         return None
-    lowered = token.lower()
+    lowered = slashed(token).lower()
     if "/" in lowered:
         name = lowered.rstrip("/").rsplit("/", 1)[-1]
         if _file_like(name) is not None:
@@ -528,6 +540,7 @@ def parse_prompt(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     rest = take(_BACKTICK, text, lambda t: len(t.split()) <= 4)
     rest = _URL.sub(" ", rest)
     terms_source = rest
+    rest = take(_WINDOWS_TYPED, rest, lambda t: _path_is_entity(slashed(t)))
     rest = take(_PATH, rest, _path_is_entity)
     rest = take(_DOTTED, rest, lambda t: t.lower() not in BRAND_WORDS)
     rest = take(_SNAKE, rest)
@@ -585,15 +598,17 @@ class _Collector:
             self.items[slot] = NeededItem(old.kind, key, merged, old.label, first, first_turn)
 
     def file(self, path: str, at: int | None = None) -> None:
-        path = path.strip()
+        path = slashed(path.strip())
         if not path or "://" in path:
             return
         name = PurePosixPath(path).name
         if not name or name.lower() in GENERIC_FILES or not re.search(r"[A-Za-z]", name):
             return
         relative = path
-        if self.cwd and path.startswith(self.cwd.rstrip("/") + "/"):
-            relative = path[len(self.cwd.rstrip("/")) + 1:]
+        root = slashed(self.cwd).rstrip("/") + "/" if self.cwd else ""
+        folded = _WINDOWS_PATH.match(path) is not None  # Windows paths compare without case
+        if root and (path.lower().startswith(root.lower()) if folded else path.startswith(root)):
+            relative = path[len(root):]
         self.add(FILE, name.lower(), (name, relative), relative, at)
 
     def shell(self, command: str, at: int | None = None) -> None:

@@ -207,9 +207,17 @@ def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
 
     ``key`` names the vault state they belong to (the tick's fingerprint of the files it left);
     the rows keep the order given, which is the scan's."""
-    rows = tuple(_note_row(note) for note in notes if note.mtime_ns)
+    rows = tuple(_row_of(note) for note in notes if note.mtime_ns)
     with contextlib.suppress(OSError):
         atomic_write(vault / VIEW_FILE, marshal.dumps((CACHE_KEY, key, time.time_ns(), rows)))
+
+
+def _row_of(note: Note) -> tuple[Any, ...]:
+    """The cached row of ``note``: the one it was loaded from (scan or view), else made anew."""
+    known = _LOADED.get(note.path)
+    if known is not None and known[0] is note:
+        return known[1]
+    return _note_row(note)
 
 
 def drop_view(vault: Path) -> None:
@@ -227,6 +235,7 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]]) -> 
         return None
     trusted_before = raw[2] - RACY_SECONDS * 1_000_000_000
     notes: dict[str, Note] = {}
+    loaded: dict[str, tuple[Note, tuple[Any, ...]]] = {}
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -238,11 +247,14 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]]) -> 
                     note.mtime_ns < trusted_before or _same_content(vault, note.path, note.size, note.sha1)):
                 return None
             notes[note.path] = note
+            loaded[note.path] = (note, row)
     except (TypeError, ValueError):
         return None
     finally:
         if enabled:
             gc.enable()
+    _LOADED.clear()  # the rows a later save (of the view) reuses for the notes it did not change
+    _LOADED.update(loaded)
     return notes
 
 

@@ -30,11 +30,11 @@ import marshal
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from brain import __version__
 from brain.core import feed
@@ -43,7 +43,6 @@ from brain.core.heat import created_of, forget_inputs
 from brain.core.inbox import INBOX
 from brain.core.keeper import (
     ArcDecision,
-    HeatMemo,
     KeeperDecisions,
     Remembered,
     decide,
@@ -79,6 +78,8 @@ EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
 STATE_FILE = ".brain/tick-state.json"
 #: What the keeper decided per arc content, reused while it holds (:class:`brain.core.keeper.Remembered`).
 MEMO_FILE = ".brain/heat-memo"
+#: The listing the last tick left (path -> size, mtime), tagged with its tick_id.
+LISTING_FILE = ".brain/tick-listing"
 
 
 @dataclass
@@ -234,10 +235,10 @@ def _settings_digest(s: Settings) -> str:
                         usedforsecurity=False).hexdigest()
 
 
-def fingerprint(s: Settings, listing: Listing, feed_dir: Path) -> str:
-    """Everything a deterministic plan depends on, except the clock: files, settings, code."""
+def fingerprint(s: Settings, feed_dir: Path) -> str:
+    """What a deterministic plan depends on besides the clock and the vault's listing (kept whole
+    in :data:`LISTING_FILE`, compared as it is): settings, code, the feed folder's files."""
     digest = hashlib.sha1(_settings_digest(s).encode(), usedforsecurity=False)
-    digest.update("\n".join(f"{rel}\0{size}\0{mtime}" for rel, (size, mtime) in sorted(listing.items())).encode())
     if feed_dir.is_dir():
         for path in sorted(feed_dir.glob("*.md")) + sorted(feed_dir.glob("projects/*")):
             if path.name.startswith("."):
@@ -247,19 +248,42 @@ def fingerprint(s: Settings, listing: Listing, feed_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _load_memo(vault: Path, s: Settings) -> dict[str, Remembered]:
+class _MemoRows(Mapping[str, Remembered]):
+    """The heat memo as saved (path -> plain row): an entry becomes a :class:`Remembered` when
+    asked for, so a quiet tick that asks for a few hundred does not build ten thousand."""
+
+    def __init__(self, rows: dict[str, Any]):
+        self.rows = rows
+
+    def get(self, path: str, default: Any = None) -> Any:
+        row = self.rows.get(path)
+        if not (isinstance(row, tuple) and len(row) == len(Remembered._fields)):
+            return default
+        return Remembered._make(row)
+
+    def __getitem__(self, path: str) -> Remembered:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return cast(Remembered, found)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _load_memo(vault: Path, s: Settings) -> _MemoRows:
     """The heat memo the last tick left, or nothing (missing, corrupt, other settings or code)."""
     raw = load_marshal(vault / MEMO_FILE)
     if not (isinstance(raw, tuple) and len(raw) == 2 and raw[0] == _settings_digest(s) and isinstance(raw[1], dict)):
-        return {}
-    try:
-        return {path: Remembered._make(row) for path, row in raw[1].items()}
-    except TypeError:
-        return {}
+        return _MemoRows({})
+    return _MemoRows(raw[1])
 
 
 def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Snapshot, now: datetime,
-               before: HeatMemo, *, partial: bool = False) -> None:
+               before: _MemoRows, *, partial: bool = False) -> None:
     """Best effort: a missing memo only costs recomputing every arc's heat once.
 
     ``partial``: the snapshot holds some of the vault's notes (a quiet tick); the entries of
@@ -269,10 +293,11 @@ def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: S
             and not (partial and any(d.changes_file for d in decisions.changed())):
         return  # every arc came from the memo and none was written: it is still the one on disk
     memo = remembered(decisions, snapshot.notes, now, before)
+    rows: dict[str, Any] = {}
     if partial:
         decided = {d.note.path for d in decisions.arcs.values()}
-        memo = {**{path: entry for path, entry in before.items() if path not in decided}, **memo}
-    rows = {path: tuple(entry) for path, entry in memo.items()}
+        rows = {path: row for path, row in before.rows.items() if path not in decided}
+    rows.update((path, tuple(entry)) for path, entry in memo.items())
     with contextlib.suppress(OSError):
         atomic_write(vault / MEMO_FILE, marshal.dumps((_settings_digest(s), rows)))
 
@@ -402,14 +427,13 @@ def _run(tick: _Tick) -> None:
     t = time.perf_counter()
     listing = {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, tick.feed_dir)}
     state = _load_state(vault)
-    fp = fingerprint(s, listing, tick.feed_dir)
-    if tick.ai_phase is None and not tick.keeper_only and not report.problems and _fast_path(tick, state, fp,
+    same = _same_files(tick, state, listing)
+    if tick.ai_phase is None and not tick.keeper_only and not report.problems and _fast_path(tick, state, same,
                                                                                                 len(listing), t):
         return
-    tick.index_in_sync = state.get("fingerprint") == fp and state.get("index") is not None \
-        and state.get("index") == _index_stat(vault)
+    tick.index_in_sync = same and state.get("index") is not None and state.get("index") == _index_stat(vault)
     memo = _load_memo(vault, s)
-    quiet = _quiet_view(tick, state, fp, listing)
+    quiet = _quiet_view(tick, state, same, listing) if same else None
     patched: dict[str, str] | None = None
     if quiet is not None:
         decisions = decide(quiet.notes.values(), now, s, horizon=True, memo=memo)
@@ -434,7 +458,7 @@ def _run(tick: _Tick) -> None:
         # Not every arc is here to key or render the dashboards: the lines of the arcs that move
         # are patched, and the key is left for the next full tick to work out again.
         dashboards_key = None if patched else saved_key
-    elif state.get("fingerprint") == fp and isinstance(saved_key, str) and not any(
+    elif same and isinstance(saved_key, str) and not any(
             d.path != d.note.path or d.note.arc is None or d.status != d.note.arc.status for d in decisions.changed()):
         # The very files the last tick left, and no arc moves or changes status: the same dashboards.
         dashboards_key = saved_key
@@ -456,7 +480,7 @@ def _run(tick: _Tick) -> None:
     elif tick.ai_phase is None:
         for name in ("prompt", "llm", "apply"):
             report.ai_phases[name] = {"skipped": tick.skip_reason}
-        tick.candidates_key, candidates = _candidates(snapshot, state, same_files=state.get("fingerprint") == fp)
+        tick.candidates_key, candidates = _candidates(snapshot, state, same_files=same)
         report.ai_phases["prompt"].update(candidates)
     else:
         outcome = tick.ai_phase(s, snapshot, kplan, now, tick.tx.journal if tick.tx else None, dry_run)
@@ -862,9 +886,18 @@ def _publish_alarms(tick: _Tick, snapshot: Snapshot) -> None:
                                        f"amygdala publish failed ({published.error}); the next tick publishes"))
 
 
-def _fast_path(tick: _Tick, state: Mapping[str, Any], fp: str, files: int, started: float) -> bool:
+def _same_files(tick: _Tick, state: Mapping[str, Any], listing: Listing) -> bool:
+    """The vault holds the very files the last tick left (same paths, sizes, mtimes), under the
+    same settings and code, with the feed folder as it left it."""
+    if state.get("fingerprint") != fingerprint(tick.s, tick.feed_dir):
+        return False
+    saved = load_marshal(tick.vault / LISTING_FILE)
+    return isinstance(saved, tuple) and len(saved) == 2 and saved[0] == state.get("tick_id") and saved[1] == listing
+
+
+def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, started: float) -> bool:
     report = tick.report
-    if state.get("fingerprint") != fp:
+    if not same:
         return False
     since, until = parse_instant(state.get("now")), parse_instant(state.get("valid_until"))
     if since is None or until is None or not since <= tick.now <= until:
@@ -901,7 +934,7 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         # The feed's index says when it was generated: refresh it before the hook would call it stale.
         "valid_until": iso(min(valid_until(decisions, tick.now, tick.s),
                                tick.now + timedelta(seconds=tick.s.feed_ttl_seconds / 2))),
-        "fingerprint": (fp := fingerprint(tick.s, after, tick.feed_dir)),
+        "fingerprint": fingerprint(tick.s, tick.feed_dir),
         "stats": report.stats,
         "problems": [p.as_dict() for p in report.problems],
         "candidates": {"key": key, "report": {k: v for k, v in prompt.items() if k.startswith("candidates")}},
@@ -911,7 +944,8 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
     if view is None:
         drop_view(vault)
     else:
-        save_view(vault, fp, view)
+        save_view(vault, report.tick_id, view)
+    atomic_write(vault / LISTING_FILE, marshal.dumps((report.tick_id, after)))
     atomic_write(path, json.dumps(state).encode())
 
 
@@ -956,7 +990,7 @@ def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[
     return out
 
 
-def _quiet_view(tick: _Tick, state: Mapping[str, Any], fp: str, listing: Listing) -> Snapshot | None:
+def _quiet_view(tick: _Tick, state: Mapping[str, Any], same: bool, listing: Listing) -> Snapshot | None:
     """The last tick's view as a snapshot, when this tick may run on it: the files are the ones
     the last tick left (its fingerprint), no AI, no inbox notes to drain (their target is the
     hottest arc of all), the search index as it was left, and the view intact."""
@@ -964,14 +998,14 @@ def _quiet_view(tick: _Tick, state: Mapping[str, Any], fp: str, listing: Listing
         return None
     since = parse_instant(state.get("now"))
     candidates = state.get("candidates")
-    if (state.get("fingerprint") != fp or not tick.index_in_sync or since is None or tick.now < since
+    if (not same or not tick.index_in_sync or since is None or tick.now < since
             or not isinstance(state.get("stats"), dict)
             or not (isinstance(candidates, dict) and isinstance(candidates.get("report"), dict))):
         return None
     if any(rel.startswith(INBOX + "/") for rel in listing):
         return None
     started = time.perf_counter()
-    notes = load_view(tick.vault, fp, listing)
+    notes = load_view(tick.vault, str(state.get("tick_id")), listing)
     if notes is None:
         return None
     return Snapshot(tick.vault, notes, tuple(p for note in notes.values() for p in note.problems),
