@@ -193,8 +193,16 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
         assert sorted(a.result.written) == sorted(b.result.written), step
         assert sorted(a.result.moved) == sorted(b.result.moved), step
     assert ran_quiet[0] and sum(ran_quiet) >= len(QUIET_STEPS) - 2, ran_quiet
+    # An edit sends the next tick to the full scan: what the quiet ticks wrote is not parsed again
+    # (the view holds those rows), only the edited file is.
+    edited = quiet / "clusters/2026-11-20/2026-11-20-delta-03.md"
+    with edited.open("a", encoding="utf-8") as handle:
+        handle.write("\nOperator note.\n")
+    after_edit = run_tick(s, t0 + QUIET_STEPS[-1] + timedelta(hours=2), no_ai=True, dry_run=False)
+    assert after_edit.exit_code == 0 and not after_edit.keeper.quiet
+    assert after_edit.keeper.parsed == 1, after_edit.keeper
     # The full tick after the quiet ones finds nothing left to do.
     (quiet / ".brain" / "tick-view").unlink()
-    again = run_tick(s, t0 + QUIET_STEPS[-1], no_ai=True, dry_run=False)
+    again = run_tick(s, t0 + QUIET_STEPS[-1] + timedelta(hours=2), no_ai=True, dry_run=False)
     assert again.exit_code == 0 and not again.keeper.quiet
     assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()

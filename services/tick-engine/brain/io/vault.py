@@ -83,7 +83,7 @@ _ACTIVITY_AT = _ARC_NAMES.index("activity")
 _NOTE_FIELDS, _ARC_FIELDS, _ACTIVITY_FIELDS = (attrgetter(*_NOTE_NAMES), attrgetter(*_ARC_NAMES),
                                                attrgetter(*_ACTIVITY_NAMES))
 _MARKER_FIELDS, _PROBLEM_FIELDS = attrgetter(*_MARKER_NAMES), attrgetter(*_PROBLEM_NAMES)
-_SIZE_AT, _MTIME_AT = _NOTE_NAMES.index("size"), _NOTE_NAMES.index("mtime_ns")
+_PATH_AT, _SIZE_AT, _MTIME_AT = (_NOTE_NAMES.index(n) for n in ("path", "size", "mtime_ns"))
 _NOTE_ARC_AT, _MARKERS_AT, _PROBLEMS_AT = (_NOTE_NAMES.index(n) for n in ("arc", "markers", "problems"))
 
 
@@ -165,6 +165,20 @@ def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str,
         later = dict.fromkeys(overlay[3], overlay[2])
         _BASE["overlay"] = frozenset(overlay[3]) | frozenset(overlay[4])
     return rows, written, later
+
+
+def _matches(row: Any, st: Any) -> bool:
+    return (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) and row[_SIZE_AT] == st.st_size
+            and row[_MTIME_AT] == st.st_mtime_ns)
+
+
+def _view_rows(vault: Path) -> tuple[dict[str, Any], int]:
+    """The rows of the last tick's view by path, and when it was written (see :func:`save_view`)."""
+    raw = load_marshal(vault / VIEW_FILE)
+    if not (isinstance(raw, tuple) and len(raw) == 4 and raw[0] == CACHE_KEY and isinstance(raw[2], int)
+            and isinstance(raw[3], tuple)):
+        return {}, 0
+    return {row[_PATH_AT]: row for row in raw[3] if isinstance(row, tuple) and len(row) == len(_NOTE_NAMES)}, raw[2]
 
 
 def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
@@ -336,6 +350,8 @@ def scan(
     """
     started = time.perf_counter()
     cache, cache_written, later = _load_cache(vault)
+    # Files a quiet tick rewrote after the cache was saved: their rows are in the view.
+    view, view_written = _view_rows(vault) if cache_written else ({}, 0)
     racy = RACY_SECONDS * 1_000_000_000
     racy_from = cache_written - racy
     notes: dict[str, Note] = {}
@@ -347,19 +363,21 @@ def scan(
     gc.disable()
     try:
         for rel, st in listing if listing is not None else listing_of(vault, feed_dir):
-            row = cache.get(rel)
-            if (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) and row[_SIZE_AT] == st.st_size
-                    and row[_MTIME_AT] == st.st_mtime_ns):
+            row: Any = cache.get(rel)
+            since, from_view = later.get(rel), False
+            if not _matches(row, st) and rel in view:
+                row, since, from_view = view[rel], view_written, True
+            if _matches(row, st):
                 try:
                     note: Note | None = _note_of(row)
                 except (TypeError, ValueError):
                     note = None
-                since = later.get(rel)
                 trusted_before = racy_from if since is None else since - racy
                 if note is not None and (st.st_mtime_ns < trusted_before
                                          or _same_content(vault, rel, note.size, note.sha1)):
                     notes[rel] = note
-                    loaded[rel] = (note, row)
+                    if not from_view:
+                        loaded[rel] = (note, row)  # a row from the view is new to the cache: saved as changed
                     cached += 1
                     continue
             notes[rel] = _parse_file(vault, rel, st, max_note_bytes, raw if keep_bytes else None, arcs_anywhere)
