@@ -7,6 +7,7 @@ from pathlib import Path
 
 from brain.evaluation.needs import (
     SessionFiles,
+    _Collector,
     locate_claude,
     locate_codex,
     normalise,
@@ -60,6 +61,21 @@ def test_file_items_carry_basename_and_repo_relative_forms(tmp_path: Path) -> No
     converter = next(i for i in needs.items if i.key == "converter.py")
     assert converter.forms == ("converter py", "src converter py")
     assert converter.label == "src/converter.py"
+
+
+def test_windows_paths_are_keyed_by_basename_like_posix_ones() -> None:
+    # Claude Code on Windows logs X:\\… paths; their basename and cwd-relative form are the keys, as on POSIX.
+    out = _Collector("X:\\03_ACG\\Odoo_Docs")
+    out.file("X:\\03_ACG\\Odoo_Docs\\docs\\plan.md")
+    out.file("x:\\03_acg\\odoo_docs\\models.py")
+    out.file("X:\\03_ACG\\Custom_Addons\\crm\\views.xml")
+    assert [(i.key, i.forms, i.label) for i in out.items.values()] == [
+        ("plan.md", ("plan md", "docs plan md"), "docs/plan.md"),
+        ("models.py", ("models py",), "models.py"),
+        ("views.xml", ("views xml", "x 03 acg custom addons crm views xml"), "X:/03_ACG/Custom_Addons/crm/views.xml"),
+    ]
+    entities, _ = parse_prompt("in X:\\03_ACG\\crm\\views\\lead_view.xml the list and crm\\models\\lead.py")
+    assert [key for key, _ in entities] == ["lead_view.xml", "lead.py"]
 
 
 def test_shell_commands_are_program_and_subcommand() -> None:

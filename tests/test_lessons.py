@@ -150,6 +150,9 @@ def test_a_headless_run_is_recognised() -> None:
     ("python3 -c \"\nimport tarfile\nwith open(x) as f: pass\"", []),
     ("python3 extract-feedback.py --pr 3", ["python3 extract-feedback.py"]),
     ("python -m pytest tests/", ["python -m pytest"]),
+    # continued lines are one command: their words are arguments, not programs
+    ("for f in \\\n  views/index.blade.php \\\n  views/edit.blade.php; do head -1 $f; done", []),
+    ("docker compose \\\n  up -d", ["docker compose up"]),
 ])
 def test_commands_are_program_and_subcommand(line: str, keys: list[str]) -> None:
     assert command_keys(line) == keys
@@ -263,3 +266,16 @@ def test_files_are_repo_relative_and_worktrees_fold_into_the_repo() -> None:
     assert relative_path("/x/repo/.claude/worktrees/agent-a4ca7529/work/a.md", "/x/repo") == "work/a.md"
     assert relative_path("C:\\w\\repo\\src\\a.py", "C:\\w\\repo") == "src/a.py"
     assert relative_path("/elsewhere/b.py", "/x/repo") == "/elsewhere/b.py"
+    assert relative_path("x:\\W\\Repo\\src\\a.py", "X:\\w\\repo") == "src/a.py"  # Windows: no case
+
+
+def test_claude_code_spill_files_are_not_project_files() -> None:
+    from brain.core.worklog import WorkLog
+
+    # A long tool output Claude Code saved beside its log is read once by that session, never again.
+    work = WorkLog("abcdef12", cwd="C:\\w\\repo")
+    work.file_read("C:\\Users\\me\\.claude\\projects\\C--w-repo\\7d63f975-4d42\\tool-results\\toolu_01KJ.txt")
+    work.file_read("/home/me/.claude/projects/-w-repo/7d63f975-4d42/tool-results/b7viwdw0o.txt")
+    work.file_read("C:\\Users\\me\\.claude\\projects\\C--w-repo\\memory\\MEMORY.md")
+    work.file_read("C:\\w\\repo\\src\\a.py")
+    assert list(work.read) == ["C:/Users/me/.claude/projects/C--w-repo/memory/MEMORY.md", "src/a.py"]
