@@ -10,6 +10,7 @@ both ticks must verify clean.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brain.core.timeutil import iso, require_instant
+from brain.io.vault import scan
 from brain.pipeline.tick import run_tick
+from brain.search.index import rebuild
 from brain.settings import Settings
 from tests.support.vaults import NOW, init_vault, tree_digest, write_arc
 
@@ -163,6 +166,16 @@ def _quiet_vault(vault: Path) -> None:
                                             "<!-- @/signal -->\n", encoding="utf-8")
 
 
+def _index_dump(vault: Path) -> tuple[list[tuple], list[tuple]]:
+    """Every row of the search index, without row ids: (docs joined to their text, files)."""
+    with sqlite3.connect(vault / ".brain" / "search.sqlite") as conn:
+        docs = conn.execute("SELECT d.path, d.line, d.kind, d.project, d.cluster_id, d.heat, d.last_active, d.status, "
+                            "d.successors, d.title, d.work, f.title, f.body, f.work FROM docs d "
+                            "JOIN fts f ON f.rowid = d.id").fetchall()
+        files = conn.execute("SELECT path, sha1 FROM files").fetchall()
+    return sorted(docs), sorted(files)
+
+
 def _problems(report: object) -> list[tuple[str, str]]:
     return sorted({(p["path"], p["message"]) for p in report.as_dict()["problems"]})  # type: ignore[attr-defined]
 
@@ -193,6 +206,14 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
         assert sorted(a.result.written) == sorted(b.result.written), step
         assert sorted(a.result.moved) == sorted(b.result.moved), step
     assert ran_quiet[0] and sum(ran_quiet) >= len(QUIET_STEPS) - 2, ran_quiet
+    # The index the quiet ticks kept up to date (heat and status retagged in place) is the one a
+    # rebuild from the files gives.
+    rebuilt = tmp_path / "rebuilt"
+    shutil.copytree(quiet, rebuilt, symlinks=True)
+    (rebuilt / ".brain" / "search.sqlite").unlink()
+    rebuild(rebuilt, list(scan(rebuilt, feed_dir=rebuilt / "brain-feed", max_note_bytes=2_000_000,
+                               write_cache=False).notes.values()))
+    assert _index_dump(quiet) == _index_dump(rebuilt)
     # An edit sends the next tick to the full scan: what the quiet ticks wrote is not parsed again
     # (the view holds those rows), only the edited file is.
     edited = quiet / "clusters/2026-11-20/2026-11-20-delta-03.md"

@@ -304,3 +304,26 @@ def test_damage_found_only_by_a_query_rebuilds_through_brain_search(small: Path)
     result = CliRunner().invoke(app, ["search", "webhook jitter", "--vault", str(small)])
     assert result.exit_code == 0, result.output
     assert "  lesson  gateway  " in result.stdout
+
+
+def test_a_heat_and_status_edit_is_retagged_in_place_not_read_again(small: Path) -> None:
+    """The keeper's own heat/status edits update the index rows where they are; any other
+    version of the file (someone edited it after the keeper) is read and indexed as it is."""
+    build(small)
+    rel = "clusters/2026-11-20/2026-11-20-webhooks-aaaaaaaaaaaa.md"
+    before = {n.path: n for n in notes(small)}[rel]
+    path = small / rel
+    path.write_text(path.read_text().replace("heat: 0", "heat: 7").replace("status: active", "status: paused"))
+    after = {n.path: n for n in notes(small)}[rel]
+    stats = index.refresh(small, [after], [rel], [], retagged={rel: (before.sha1, after.sha1)})
+    assert stats.files_read == 0
+    with sqlite3.connect(small / ".brain" / "search.sqlite") as conn:
+        assert set(conn.execute("SELECT heat, status FROM docs WHERE path = ?", (rel,))) == {(7, "paused")}
+        assert conn.execute("SELECT sha1 FROM files WHERE path = ?", (rel,)).fetchone() == (after.sha1,)
+    assert index.search(small, "jitter", kind="lesson")
+    # edited again since: the retag does not apply, the file is read
+    path.write_text(path.read_text().replace("jitter", "exponential backoff"))
+    again = {n.path: n for n in notes(small)}[rel]
+    stats = index.refresh(small, [again], [rel], [], retagged={rel: (after.sha1, after.sha1)})
+    assert stats.files_read == 1
+    assert index.search(small, "exponential backoff", kind="lesson")

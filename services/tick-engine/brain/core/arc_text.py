@@ -65,8 +65,10 @@ TITLE_CHARS = 70
 SLUG_CHARS = 40
 #: An arc whose last session ended within this many hours of ``now`` starts ``active``.
 ACTIVE_HOURS = 72
+#: An absolute Windows path (``C:/Users/…``): outside the repository, like ``/…`` and ``~/…``.
+_DRIVE = re.compile(r"^[A-Za-z]:/")
 #: Frontmatter work keys: how many items each list keeps.
-FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 40, 15, 5, 15, 10
+FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 60, 15, 5, 15, 10
 ERROR_CHARS, LAST_PROMPT_CHARS = 120, 200
 WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "errors_met", "identifiers", "last_prompt",
              "last_state")
@@ -336,7 +338,8 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
             idents[token] += max(1, len(session.identifiers) - position)
     ranked = _rank(edited) + [p for p in _rank(read) if p not in edited]
     # Repo files first; generic names (README.md, package.json …) and paths outside the repo last.
-    files = sorted(ranked, key=lambda p: (p.startswith(("/", "~")), p.rsplit("/", 1)[-1] in GENERIC_FILES))
+    files = sorted(ranked, key=lambda p: (p.startswith(("/", "~")) or _DRIVE.match(p) is not None,
+                                          p.rsplit("/", 1)[-1] in GENERIC_FILES))
     keys: dict[str, Any] = {
         "files": _merge((_one_line(f, 300) for f in files), _strings(earlier.get("files")), FILES_KEPT),
         "commands": _merge((_one_line(c, 120) for c in _rank(commands)), _strings(earlier.get("commands")),

@@ -25,7 +25,7 @@ _NAME_RE = re.compile(r"[^A-Za-z0-9_.:/@+-]")
 _SOURCE_RE = re.compile(r"^[A-Za-z0-9._-]{1,40}:\d{1,9}$")
 
 #: Work items kept per session in the bundle.
-MAX_RANKED = 40
+MAX_RANKED = 60
 MAX_FAILURES = 20
 MAX_IDENTIFIERS = 30
 MAX_PROMPTS = 6

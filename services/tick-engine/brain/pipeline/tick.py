@@ -78,6 +78,8 @@ EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
 STATE_FILE = ".brain/tick-state.json"
 #: What the keeper decided per arc content, reused while it holds (:class:`brain.core.keeper.Remembered`).
 MEMO_FILE = ".brain/heat-memo"
+#: What quiet ticks decided since the memo was last written whole (read on top of it).
+MEMO_DELTA_FILE = ".brain/heat-memo-delta"
 #: The listing the last tick left (path -> size, mtime), tagged with its tick_id.
 LISTING_FILE = ".brain/tick-listing"
 
@@ -250,10 +252,12 @@ def fingerprint(s: Settings, feed_dir: Path) -> str:
 
 class _MemoRows(Mapping[str, Remembered]):
     """The heat memo as saved (path -> plain row): an entry becomes a :class:`Remembered` when
-    asked for, so a quiet tick that asks for a few hundred does not build ten thousand."""
+    asked for, so a quiet tick that asks for a few hundred does not build ten thousand.
+    ``delta``: the rows that came from the overlay quiet ticks write (:data:`MEMO_DELTA_FILE`)."""
 
-    def __init__(self, rows: dict[str, Any]):
+    def __init__(self, rows: dict[str, Any], delta: dict[str, Any] | None = None):
         self.rows = rows
+        self.delta = delta or {}
 
     def get(self, path: str, default: Any = None) -> Any:
         row = self.rows.get(path)
@@ -274,32 +278,45 @@ class _MemoRows(Mapping[str, Remembered]):
         return len(self.rows)
 
 
+def _memo_rows(path: Path, digest: str) -> dict[str, Any] | None:
+    raw = load_marshal(path)
+    return raw[1] if isinstance(raw, tuple) and len(raw) == 2 and raw[0] == digest and isinstance(raw[1], dict) \
+        else None
+
+
 def _load_memo(vault: Path, s: Settings) -> _MemoRows:
-    """The heat memo the last tick left, or nothing (missing, corrupt, other settings or code)."""
-    raw = load_marshal(vault / MEMO_FILE)
-    if not (isinstance(raw, tuple) and len(raw) == 2 and raw[0] == _settings_digest(s) and isinstance(raw[1], dict)):
-        return _MemoRows({})
-    return _MemoRows(raw[1])
+    """The heat memo the last ticks left (missing, corrupt, other settings or code: nothing).
+
+    An entry is a fact about one file's bytes in one window of time (:class:`Remembered`), so a
+    base and an overlay from any ticks combine safely: a stale entry never holds."""
+    digest = _settings_digest(s)
+    rows = _memo_rows(vault / MEMO_FILE, digest) or {}
+    delta = _memo_rows(vault / MEMO_DELTA_FILE, digest) or {}
+    rows.update(delta)
+    return _MemoRows(rows, delta)
 
 
 def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Snapshot, now: datetime,
                before: _MemoRows, *, partial: bool = False) -> None:
     """Best effort: a missing memo only costs recomputing every arc's heat once.
 
-    ``partial``: the snapshot holds some of the vault's notes (a quiet tick); the entries of
-    the others stay as they were."""
+    ``partial``: the snapshot holds some of the vault's notes (a quiet tick): their entries go
+    to the overlay, the base stays as it is until it is the smaller of the two."""
     live = sum(1 for d in decisions.arcs.values() if d.last_active is not None)
     if decisions.remembered == live == (live if partial else len(before)) and not snapshot.delta \
             and not (partial and any(d.changes_file for d in decisions.changed())):
         return  # every arc came from the memo and none was written: it is still the one on disk
-    memo = remembered(decisions, snapshot.notes, now, before)
-    rows: dict[str, Any] = {}
-    if partial:
-        decided = {d.note.path for d in decisions.arcs.values()}
-        rows = {path: row for path, row in before.rows.items() if path not in decided}
-    rows.update((path, tuple(entry)) for path, entry in memo.items())
+    memo = {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before).items()}
+    digest = _settings_digest(s)
     with contextlib.suppress(OSError):
-        atomic_write(vault / MEMO_FILE, marshal.dumps((_settings_digest(s), rows)))
+        if partial and (delta := {**before.delta, **memo}) and len(delta) * 4 < len(before):
+            atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)))
+            return
+        if partial:
+            decided = {d.note.path for d in decisions.arcs.values()}
+            memo = {**{path: row for path, row in before.rows.items() if path not in decided}, **memo}
+        atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)))
+        (vault / MEMO_DELTA_FILE).unlink(missing_ok=True)
 
 
 def _load_state(vault: Path) -> dict[str, Any]:
@@ -333,6 +350,8 @@ class _Tick:
     #: (same size and mtime): the index needs only what this tick changed.
     index_in_sync: bool = False
     index_stat: list[int] | None = None  # the index file after this tick's refresh (for the state)
+    #: Arcs the keeper rewrote in place touching only heat and status: path -> sha1 before, after.
+    retagged: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def vault(self) -> Path:
@@ -612,7 +631,8 @@ def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
         if tick.index_in_sync:
             changed = tick.report.notes_changed()
             refresh(tick.vault, snapshot.notes.values(), changed.changed, changed.removed,
-                    max_bytes=tick.s.max_note_bytes, raw=snapshot.raw, partial=tick.partial)
+                    max_bytes=tick.s.max_note_bytes, raw=snapshot.raw, partial=tick.partial,
+                    retagged=tick.retagged)
         else:
             sync(tick.vault, snapshot.notes.values(), max_bytes=tick.s.max_note_bytes, raw=snapshot.raw)
     except (OSError, sqlite3.Error, SearchIndexError) as exc:
@@ -644,6 +664,9 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     if report.dry_run:
         return kplan, snapshot  # nothing moved on disk: later phases read the files where they are
     folded = fold(snapshot, kplan.plan, result, kplan.predicted, tick.feed_rel)
+    written = set(result.written)
+    tick.retagged.update((d.path, (d.note.sha1, kplan.predicted[d.path].sha1)) for d in decisions.changed()
+                         if d.path == d.note.path and d.path in kplan.predicted and d.path in written)
     kplan.plan.operations.clear()  # carried out and folded in: its bytes are not needed any more
     return kplan, folded
 

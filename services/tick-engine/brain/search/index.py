@@ -445,6 +445,7 @@ def _known(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, str]:
 def refresh(
     vault: Path, notes: Iterable[Note], changed: Iterable[str], removed: Iterable[str], *,
     max_bytes: int = DEFAULT_MAX_BYTES, raw: Mapping[str, bytes] | None = None, partial: bool = False,
+    retagged: Mapping[str, tuple[str, str]] | None = None,
 ) -> IndexStats:
     """Re-index the ``changed`` files (read from disk now) and drop the ``removed`` ones.
 
@@ -453,6 +454,11 @@ def refresh(
     proportional to the change. A missing, corrupt or outdated index is rebuilt
     from ``notes`` instead, unless they are ``partial`` (some of the vault's notes only):
     then it raises :class:`SearchIndexError` and the index is left for a full pass.
+
+    ``retagged``: changed files whose edit touched only the arc's ``heat`` and ``status`` lines
+    (path -> the sha1 before and after the keeper's edit): while the index holds the version
+    before and the file is the version after, its rows get the new heat and status in place, and
+    nothing is read or re-tokenised.
     """
     note_list = notes if isinstance(notes, list) else list(notes)
     started = time.perf_counter()
@@ -464,6 +470,15 @@ def refresh(
             conn.execute("BEGIN IMMEDIATE")
             try:
                 known = _known(conn, changed_set | removed_set)
+                for rel, (before, after) in (retagged or {}).items():
+                    note = by_path.get(rel)
+                    if rel in changed_set and known.get(rel) == before and note is not None and note.sha1 == after \
+                            and note.parsed \
+                            and note.arc is not None and not note.arc.is_tombstone and indexed(rel):
+                        conn.execute("UPDATE docs SET heat = ?, status = ? WHERE path = ?",
+                                     (note.arc.heat or 0, note.arc.status, rel))
+                        conn.execute("UPDATE files SET sha1 = ? WHERE path = ?", (note.sha1, rel))
+                        changed_set.discard(rel)
                 for rel in removed_set:
                     if rel in known:
                         _forget(conn, rel)
