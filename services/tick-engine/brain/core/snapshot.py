@@ -44,6 +44,7 @@ class ScanStats:
     parsed: int = 0
     cached: int = 0
     ms: float = 0.0
+    from_view: int = 0  # of the cached, rows taken from the last tick's view (newer than the parse cache)
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ _BASE: dict[str, Any] = {"vault": None, "written": 0, "paths": frozenset(), "ove
 #: Small changes go to an overlay beside the base (``parse-cache-delta``) instead of rewriting
 #: every row: a tick that edits 20 arcs of 10 000 writes 20 rows. The base is rewritten when the
 #: overlay would hold more than this share of the notes (or :data:`OVERLAY_MIN` rows).
-OVERLAY_SHARE, OVERLAY_MIN = 0.05, 256
+OVERLAY_SHARE, OVERLAY_MIN = 0.25, 256
 OVERLAY_FILE = CACHE_FILE + "-delta"
 
 
@@ -356,7 +356,7 @@ def scan(
     racy_from = cache_written - racy
     notes: dict[str, Note] = {}
     raw: dict[str, bytes] = {}
-    parsed = cached = 0
+    parsed = cached = viewed = 0
     changed: list[str] = []
     loaded: dict[str, tuple[Note, tuple[Any, ...]]] = {}
     enabled = gc.isenabled()
@@ -365,9 +365,12 @@ def scan(
         for rel, st in listing if listing is not None else listing_of(vault, feed_dir):
             row: Any = cache.get(rel)
             since, from_view = later.get(rel), False
-            if not _matches(row, st) and rel in view:
+            fits = (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) and row[_SIZE_AT] == st.st_size
+                    and row[_MTIME_AT] == st.st_mtime_ns)
+            if not fits and rel in view:
                 row, since, from_view = view[rel], view_written, True
-            if _matches(row, st):
+                fits = _matches(row, st)
+            if fits:
                 try:
                     note: Note | None = _note_of(row)
                 except (TypeError, ValueError):
@@ -376,8 +379,10 @@ def scan(
                 if note is not None and (st.st_mtime_ns < trusted_before
                                          or _same_content(vault, rel, note.size, note.sha1)):
                     notes[rel] = note
-                    if not from_view:
-                        loaded[rel] = (note, row)  # a row from the view is new to the cache: saved as changed
+                    if from_view:
+                        viewed += 1  # a row from the view is new to the cache: saved as changed
+                    else:
+                        loaded[rel] = (note, row)
                     cached += 1
                     continue
             notes[rel] = _parse_file(vault, rel, st, max_note_bytes, raw if keep_bytes else None, arcs_anywhere)
@@ -390,9 +395,9 @@ def scan(
     _LOADED.update(loaded)
     removed = tuple(sorted(set(cache) - set(notes))) if cache_written else ()
     problems = tuple(p for note in notes.values() for p in note.problems)
-    stats = ScanStats(len(notes), parsed, cached, (time.perf_counter() - started) * 1000)
+    stats = ScanStats(len(notes), parsed, cached, (time.perf_counter() - started) * 1000, viewed)
     snapshot = Snapshot(vault, notes, problems, stats, ScanDelta(tuple(changed), removed), raw)
-    if write_cache and (changed or removed or not cache_written):
+    if write_cache and (changed or removed or viewed or not cache_written):
         save_cache(vault, notes)
     return snapshot
 

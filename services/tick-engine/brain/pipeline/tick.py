@@ -542,7 +542,8 @@ def _run(tick: _Tick) -> None:
         _refresh_index(tick, snapshot)
         indexing = _ms(started)
         snapshot = dataclasses.replace(snapshot, raw={})
-    if not dry_run and not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached):
+    if not dry_run and not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached
+                                             or snapshot.stats.from_view):
         save_cache(vault, snapshot.notes)  # a quiet tick's few writes are parsed again by the next full scan
     if not dry_run:
         _save_memo(vault, s, final_plan.decisions, snapshot, now, memo, partial=tick.partial)
