@@ -557,9 +557,33 @@ def test_lessons_and_todos_the_operator_deleted_stay_deleted(vault: Path) -> Non
     assert "source=d1:40" in after and "source=d1:12" not in after
 
 
+def test_a_scaffolding_session_keeps_the_files_it_wrote_last(vault: Path) -> None:
+    """A session that writes a whole application (55 files, once each) is continued by the next
+    one, which needs the files written last as much as the first: the arc keeps them all."""
+    built = session("g1", T0, prompt="Build the assessment app",
+                    files_edited={f"app/Http/Controllers/C{i:02d}Controller.php": 1 for i in range(55)})
+    [created] = cluster(vault, bundle(built))[1]["created"]
+    files = arcs_in(vault)[created["cluster_id"]][0]["files"]
+    assert len(files) == 55 and "app/Http/Controllers/C54Controller.php" in files
+
+
+def test_files_outside_the_work_rank_after_it_and_a_folder_beside_the_repo_is_work(vault: Path) -> None:
+    """A session in the docs folder edits the code beside it (``X:/acg/addons/…``) and reads its
+    notes from another drive (``C:/Users/…``) and the system: the code ranks with the repo's own
+    files by use, the notes and the system last."""
+    work = session("w1", T0, prompt="Fix the lead view", cwd="X:\\acg\\docs",
+                   files_edited={"C:/Users/me/.claude/projects/X--acg-docs/memory/MEMORY.md": 4,
+                                 "/usr/lib/python3/odoo/models.py": 3, "X:/acg/addons/crm/views/lead.xml": 2,
+                                 "notes.md": 1})
+    [created] = cluster(vault, bundle(work))[1]["created"]
+    files = arcs_in(vault)[created["cluster_id"]][0]["files"]
+    assert files == ["X:/acg/addons/crm/views/lead.xml", "notes.md",
+                     "C:/Users/me/.claude/projects/X--acg-docs/memory/MEMORY.md", "/usr/lib/python3/odoo/models.py"]
+
+
 def test_an_arc_keeps_the_files_read_beside_many_edited(vault: Path) -> None:
     """Two sessions of one piece of work edit 35 files and read the config the next session
-    needs again: the arc keeps the read files too (up to 40), the feed can carry them."""
+    needs again: the arc keeps the read files too (up to 60), the feed can carry them."""
     first = session("f1", T0, prompt="Wire the hooks controller",
                     files_edited={f"lib/app/edited_{i}.ex": 2 for i in range(20)},
                     files_read={"config/config.exs": 3, "config/dev.exs": 1})

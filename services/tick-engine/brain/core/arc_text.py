@@ -58,7 +58,7 @@ from brain.core.sections import append_to_section
 from brain.core.session import Lesson, Session, is_joyful
 from brain.core.text import error_names
 from brain.core.timeutil import iso, parse_instant
-from brain.core.worklog import identifiers
+from brain.core.worklog import identifiers, sibling_folder
 from brain.settings import Settings
 
 TITLE_CHARS = 70
@@ -300,6 +300,12 @@ def _latest(sessions: Sequence[Session]) -> Session:
     return max(sessions, key=lambda s: (s.end, s.session_id))
 
 
+def _foreign(path: str, cwd: str) -> bool:
+    """A file outside the work: an absolute path (``/…``, ``~/…``, ``C:/…``) that is not in a
+    folder beside the repository (``~/.claude/…``, ``/usr/lib/…``, another drive)."""
+    return (path.startswith(("/", "~")) or _DRIVE.match(path) is not None) and not sibling_folder(path, cwd)
+
+
 def _merge(ranked: Iterable[str], earlier: Iterable[str], limit: int) -> list[str]:
     """The bundle's ranking first, then the arc's earlier items in their order (a fixed point)."""
     out: list[str] = []
@@ -338,8 +344,8 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
             idents[token] += max(1, len(session.identifiers) - position)
     ranked = _rank(edited) + [p for p in _rank(read) if p not in edited]
     # Repo files first; generic names (README.md, package.json …) and paths outside the repo last.
-    files = sorted(ranked, key=lambda p: (p.startswith(("/", "~")) or _DRIVE.match(p) is not None,
-                                          p.rsplit("/", 1)[-1] in GENERIC_FILES))
+    cwd = next((s.cwd.replace("\\", "/") for s in reversed(sessions) if s.cwd), "")
+    files = sorted(ranked, key=lambda p: (_foreign(p, cwd), p.rsplit("/", 1)[-1] in GENERIC_FILES))
     keys: dict[str, Any] = {
         "files": _merge((_one_line(f, 300) for f in files), _strings(earlier.get("files")), FILES_KEPT),
         "commands": _merge((_one_line(c, 120) for c in _rank(commands)), _strings(earlier.get("commands")),

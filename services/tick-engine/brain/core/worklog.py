@@ -312,6 +312,25 @@ _SPILL_FILE = re.compile(r"/\.claude/projects/[^/]+/[^/]+/tool-results/")
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 
 
+_ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:/)")
+
+
+def sibling_folder(path: str, cwd: str) -> str:
+    """The folder beside ``cwd`` that holds ``path`` (both with ``/`` separators): the first
+    folder below the deepest one they share (``/w/app`` for ``/w/app/src/a.py`` seen from
+    ``/w/docs``); "" for a path inside ``cwd`` or relative, one sharing only the root or the
+    drive with it, or a hidden folder (``~/.claude``)."""
+    if not _ABSOLUTE.match(path) or not _ABSOLUTE.match(cwd):
+        return ""
+    parts, base = path.split("/"), cwd.rstrip("/").split("/")
+    common = 0
+    while common < min(len(parts) - 1, len(base)) and parts[common].lower() == base[common].lower():
+        common += 1
+    if common < 2 or common == len(base) or common >= len(parts) - 1 or parts[common].startswith("."):
+        return ""
+    return "/".join(parts[: common + 1])
+
+
 def relative_path(path: str, cwd: str) -> str:
     """``path`` relative to ``cwd`` when it lies inside it (Windows separators and drive
     letters understood: ``x:\\repo\\a.py`` lies in ``X:\\Repo``)."""
