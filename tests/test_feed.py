@@ -121,6 +121,36 @@ def test_index_maps_projects_and_recorded_cwds(vault: Path) -> None:
     assert index["generated"] == "2026-11-21T12:00:00Z" and index["ttl"] == 7200
 
 
+def test_folders_a_project_worked_on_from_beside_them_are_indexed() -> None:
+    from brain.core.project_feed import sibling_folder
+
+    assert sibling_folder("X:/acg/Odoo_Docker/docker-compose.yml", "X:/acg/Odoo_Docs") == "X:/acg/Odoo_Docker"
+    assert sibling_folder("/w/src/app/lib/a.py", "/w/src/docs") == "/w/src/app"
+    assert sibling_folder("lib/a.py", "/w/src/docs") == ""  # inside the repository
+    assert sibling_folder("/w/src/docs/lib/a.py", "/w/src/docs") == ""
+    assert sibling_folder("/usr/lib/python3/os.py", "/home/u/app") == ""  # only the root is shared
+    assert sibling_folder("C:/Users/me/.claude/memory/MEMORY.md", "X:/acg/Odoo_Docs") == ""  # another drive
+    assert sibling_folder("/home/u/.claude/projects/x/MEMORY.md", "/home/u/app") == ""  # a hidden folder
+    assert sibling_folder("/w/src/notes.md", "/w/src/docs") == ""  # a file, not a folder, beside the repo
+
+
+def test_the_index_names_the_folders_each_project_worked_on_from_beside_them() -> None:
+    from types import SimpleNamespace
+
+    from brain.core.project_feed import touched_folders
+
+    def arc(cwd: str, *files: str) -> Any:
+        return SimpleNamespace(arc=SimpleNamespace(cwd=cwd, files=files))
+
+    by_project = {
+        "docs": [arc("X:\\acg\\docs", "X:/acg/docker/compose.yml", "X:/acg/docker/nginx/n.conf", "X:/acg/addons/a.py"),
+                 arc("X:\\acg\\docs", "X:/acg/addons/a.py", "X:/acg/beta/x.py", "X:/acg/beta/y.py")],
+        "beta": [arc("X:\\acg\\beta", "b.py")],
+    }
+    # two files or more, and never a folder with sessions of its own
+    assert touched_folders(by_project, {"X:/acg/docs": "docs", "X:/acg/beta": "beta"}) == {"X:/acg/docker": "docs"}
+
+
 def test_scripted_one_shot_runs_rank_below_real_work(vault: Path) -> None:
     build_project_vault(vault)
     write_arc(vault, "clusters/2026-11-21", "2026-11-21-say-ok-0123456789a5", title="Say OK",

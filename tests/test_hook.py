@@ -347,6 +347,19 @@ def test_find_project_rules() -> None:
     assert hook.find_project(named, "/home/u/go-tools") is None  # names under 3 letters never prefix-match
 
 
+def test_a_folder_worked_on_from_beside_it_gets_that_projects_feed(projects: Path) -> None:
+    # The alpha sessions (cwd /home/u/src/alpha) edited files in /home/u/src/deploy-tools: a
+    # session opened there continues alpha's work; a folder nobody touched is still new.
+    index = json.loads((projects / "projects" / "index.json").read_text())
+    index["touched"] = {"/home/u/src/deploy-tools": "alpha", "/srv/old": "gone"}
+    (projects / "projects" / "index.json").write_text(json.dumps(index))
+    text = start(projects, "/home/u/src/deploy-tools/nginx")
+    first, _, rest = text.partition("\n\n")
+    assert first == "# Earlier sessions of `alpha` worked on files in this folder (`nginx`); its feed follows"
+    assert "# alpha: where we left off" in rest
+    assert "is new" in start(projects, "/home/u/src/other").split("\n", 1)[0]
+
+
 def test_a_checkout_matched_by_name_is_told_whose_feed_it_gets(projects: Path) -> None:
     text = start(projects, "/mnt/ci/alpha-hotfix")
     first, _, rest = text.partition("\n\n")

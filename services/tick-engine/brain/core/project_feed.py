@@ -47,6 +47,7 @@ from brain.core.redaction import redact
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
 from brain.core.vocab import TOMBSTONE_STATUSES
+from brain.core.worklog import sibling_folder
 from brain.settings import Settings
 
 FOLDER = "projects"
@@ -499,9 +500,37 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     return feed
 
 
+#: A folder beside a project's recorded cwd where its sessions edited or read at least this many
+#: files (``X:/acg/Odoo_Docker`` worked on from ``X:/acg/Odoo_Docs``): a session opened there is
+#: that project's work, not a new project's.
+TOUCHED_FILES = 2
+
+
+def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[str, object]) -> dict[str, str]:
+    """Folder -> the project whose sessions worked there from their own cwd (see
+    :data:`TOUCHED_FILES`), from each project's first :data:`SHOWN_ARCS` arcs (those a quiet
+    tick reads); a recorded cwd is never one (its own sessions say whose it is)."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    for project, arcs in by_project.items():
+        for pa in arcs[:SHOWN_ARCS]:
+            if not pa.arc.cwd:
+                continue
+            cwd = redact(pa.arc.cwd).replace("\\", "/")
+            for path in pa.arc.files:
+                folder = sibling_folder(redact(path).replace("\\", "/"), cwd)
+                if folder and folder not in roots:
+                    seen.setdefault((folder, project), set()).add(path)
+    best: dict[str, tuple[int, str]] = {}
+    for (folder, project), files in seen.items():
+        if len(files) >= TOUCHED_FILES and (folder not in best or best[folder] < (len(files), project)):
+            best[folder] = (len(files), project)
+    return {folder: best[folder][1] for folder in sorted(best)}
+
+
 def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectArc]], now: datetime,
                s: Settings, date: str) -> FeedFile:
-    """``projects/index.json``: project -> file, recorded cwd -> project, and when it was built."""
+    """``projects/index.json``: project -> file, recorded cwd -> project, folders a project's
+    sessions worked in from beside them -> project, and when it was built."""
     roots: dict[str, tuple[datetime, str]] = {}
     for project, arcs in by_project.items():
         for pa in arcs:
@@ -518,6 +547,7 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
             for project in sorted(names)
         },
         "roots": {cwd: roots[cwd][1] for cwd in sorted(roots)},
+        "touched": touched_folders(by_project, roots),
     }
     text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     return FeedFile(INDEX, "Project index", 0, "info", date, s.feed_ttl_seconds, "", raw=text, budgeted=False)

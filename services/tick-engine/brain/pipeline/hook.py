@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from brain.core.project import repository_path as strip_worktree
@@ -160,6 +161,7 @@ class ProjectIndex(NamedTuple):
     roots: Mapping[str, str]  # recorded cwd -> project
     generated: str | None
     ttl: int | None
+    touched: Mapping[str, str] = MappingProxyType({})  # folder worked on from beside it -> project
 
 
 def load_index(folder: Path) -> ProjectIndex | None:
@@ -177,17 +179,18 @@ def load_index(folder: Path) -> ProjectIndex | None:
         for name, entry in (projects.items() if isinstance(projects, dict) else ())
         if isinstance(entry, dict) and isinstance(entry.get("file"), str)
     }
-    clean_roots = {
+    clean_roots, clean_touched = ({
         str(root): project
-        for root, project in (roots.items() if isinstance(roots, dict) else ())
+        for root, project in (found.items() if isinstance(found, dict) else ())
         if isinstance(project, str) and project in files
-    }
+    } for found in (roots, data.get("touched")))
     generated, ttl = data.get("generated"), data.get("ttl")
     return ProjectIndex(
         files,
         clean_roots,
         generated if isinstance(generated, str) else None,
         ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None,
+        clean_touched,
     )
 
 
@@ -200,40 +203,51 @@ def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
     return found[0] if found is not None else None
 
 
-def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, bool] | None:
+ROOT, NAME, TOUCHED = "root", "name", "touched"
+
+
+def _deepest(folders: Mapping[str, str], path: str) -> str | None:
+    """The project of ``path`` itself or of the deepest folder of ``folders`` it lies under."""
+    exact = folders.get(path)
+    if exact is not None:
+        return exact
+    best: tuple[int, str] | None = None
+    for root, project in folders.items():
+        if root != "/" and path.startswith(root + "/") and (best is None or len(root) > best[0]):
+            best = (len(root), project)
+    return best[1] if best is not None else None
+
+
+def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | None:
     """The project a session in ``cwd`` belongs to: the recorded cwd itself, else the deepest
     recorded root it lies under (a sub-folder, a worktree inside the repository), else a path
     component named like a project (the same repository checked out elsewhere), else a path
-    component that starts with a project's name and a separator (``<repo>-<branch>``).
+    component that starts with a project's name and a separator (``<repo>-<branch>``), else a
+    folder whose files a project's sessions worked on from beside it.
 
-    Returns the project and whether a recorded directory matched (False: matched by name).
+    Returns the project and how it matched: :data:`ROOT`, :data:`NAME` or :data:`TOUCHED`.
     """
     if not cwd or not index.files:
         return None
     path = normal_path(cwd)
-    exact = index.roots.get(path)
-    if exact is not None:
-        return exact, True
-    best: tuple[int, str] | None = None
-    for root, project in index.roots.items():
-        if root != "/" and path.startswith(root + "/") and (best is None or len(root) > best[0]):
-            best = (len(root), project)
-    if best is not None:
-        return best[1], True
+    recorded = _deepest(index.roots, path)
+    if recorded is not None:
+        return recorded, ROOT
     by_name = {name.lower(): name for name in index.files}
     components = [c.lower() for c in reversed(path.split("/")) if c.lower() not in GENERIC_COMPONENTS]
     for component in components:
         found = by_name.get(component)
         if found is not None:
-            return found, False
+            return found, NAME
     # A worktree or a second checkout named after its repository: ``spotter-dov``,
     # ``spotter-worktrees/…`` belong to ``spotter`` (the longest such project name wins).
     for component in components:
         prefixed = [name for name in by_name if len(name) >= 3 and component.startswith(name)
                     and component[len(name)] in "-_."]
         if prefixed:
-            return by_name[max(prefixed, key=len)], False
-    return None
+            return by_name[max(prefixed, key=len)], NAME
+    touched = _deepest(index.touched, path)
+    return (touched, TOUCHED) if touched is not None else None
 
 
 # --- what a session gets -----------------------------------------------------------------
@@ -324,8 +338,10 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
         else:
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own) if s is not None]
-            if cwd and found is not None and not found[1] and folder_name(cwd).lower() != project.lower():
+            if cwd and found is not None and found[1] == NAME and folder_name(cwd).lower() != project.lower():
                 notes.append(checkout_note(folder_name(cwd), project))
+            elif cwd and found is not None and found[1] == TOUCHED:
+                notes.append(touched_note(folder_name(cwd), project))
     if project is None:
         sections = read_feed(folder)
         if index is not None:
@@ -378,6 +394,11 @@ def new_project_note(cwd: str) -> str:
 def checkout_note(folder: str, project: str) -> str:
     """The title over a project's feed sent to a folder matched by name, not by a recorded root."""
     return f"# This folder (`{folder[:80]}`) looks like a checkout of `{project[:80]}`; its feed follows"
+
+
+def touched_note(folder: str, project: str) -> str:
+    """The title over the feed of the project whose sessions worked on this folder's files from beside it."""
+    return f"# Earlier sessions of `{project[:80]}` worked on files in this folder (`{folder[:80]}`); its feed follows"
 
 
 def hook_answer(event: str, context: str) -> str:
