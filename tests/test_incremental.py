@@ -112,6 +112,7 @@ def test_an_incremental_tick_writes_what_a_cold_tick_writes(arcs: list[dict], ca
         assert cold_report.keeper.parsed > 0  # the cold copy really parsed from scratch
         assert _files(warm) == _files(cold)
         assert hot_report.stats == cold_report.stats
+        assert _index_dump(warm) == _index_dump(cold)  # refreshed by the change since vs built afresh
 
 
 # --- the quiet tick: the last tick's view instead of a scan ------------------------------------------
@@ -227,3 +228,29 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
     again = run_tick(s, t0 + QUIET_STEPS[-1] + timedelta(hours=2), no_ai=True, dry_run=False)
     assert again.exit_code == 0 and not again.keeper.quiet
     assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()
+
+
+def test_an_arc_a_quiet_tick_moved_then_deleted_leaves_the_index(tmp_path: Path) -> None:
+    """The parse cache still has the arc under its old path (quiet ticks leave it behind); the
+    full scan must count the path the view had as gone, or the index keeps a deleted arc."""
+    vault = init_vault(tmp_path / "v")
+    t0 = require_instant(NOW)
+    last, created = iso(t0 - timedelta(hours=1)), iso(t0 - timedelta(hours=4))
+    write_arc(vault, "clusters/2026-11-20", "2026-11-20-floor", created=created, last_active=last, tool_calls=0,
+              body="<!-- @hot heat=7 -->\nKeep warm.\n")
+    for cid in ("2026-11-20-b", "2026-11-20-c"):
+        write_arc(vault, "frontal-lobe/conscious", cid, created=created, last_active=last, tool_calls=250,
+                  sessions=[f"{cid}-s{i}" for i in range(3)])
+    s = Settings(vault=vault, conscious_cap=2)
+    assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
+    promoted = run_tick(s, t0 + timedelta(days=12), no_ai=True, dry_run=False)
+    assert promoted.keeper.quiet and promoted.stats["promoted"] == 1, promoted.as_dict()
+    (vault / "frontal-lobe/conscious/2026-11-20-floor.md").unlink()
+    after = run_tick(s, t0 + timedelta(days=12, hours=2), no_ai=True, dry_run=False)
+    assert after.exit_code == 0 and not after.keeper.quiet
+    rebuilt = tmp_path / "rebuilt"
+    shutil.copytree(vault, rebuilt, symlinks=True)
+    (rebuilt / ".brain" / "search.sqlite").unlink()
+    rebuild(rebuilt, list(scan(rebuilt, feed_dir=rebuilt / "brain-feed", max_note_bytes=2_000_000,
+                               write_cache=False).notes.values()))
+    assert _index_dump(vault) == _index_dump(rebuilt)

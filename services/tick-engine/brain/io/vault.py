@@ -393,7 +393,7 @@ def scan(
             gc.enable()
     _LOADED.clear()
     _LOADED.update(loaded)
-    removed = tuple(sorted(set(cache) - set(notes))) if cache_written else ()
+    removed = tuple(sorted((set(cache) | set(view)) - set(notes))) if cache_written else ()
     problems = tuple(p for note in notes.values() for p in note.problems)
     stats = ScanStats(len(notes), parsed, cached, (time.perf_counter() - started) * 1000, viewed)
     snapshot = Snapshot(vault, notes, problems, stats, ScanDelta(tuple(changed), removed), raw)

@@ -346,8 +346,9 @@ class _Tick:
     #: needs every note (parse cache, dashboards, the index's full sync) runs on it.
     partial: bool = False
     candidates_key: str | None = None  # what the --no-ai candidate report was computed from
-    #: The files are the ones the last tick left and the search index is the file it left
-    #: (same size and mtime): the index needs only what this tick changed.
+    #: The search index is the file the last clean tick left (same size and mtime): it needs only
+    #: what changed since (the scan's delta against the parse cache that tick saved) and what
+    #: this tick changed.
     index_in_sync: bool = False
     index_stat: list[int] | None = None  # the index file after this tick's refresh (for the state)
     #: Arcs the keeper rewrote in place touching only heat and status: path -> sha1 before, after.
@@ -450,7 +451,7 @@ def _run(tick: _Tick) -> None:
     if tick.ai_phase is None and not tick.keeper_only and not report.problems and _fast_path(tick, state, same,
                                                                                                 len(listing), t):
         return
-    tick.index_in_sync = same and state.get("index") is not None and state.get("index") == _index_stat(vault)
+    tick.index_in_sync = state.get("index") is not None and state.get("index") == _index_stat(vault)
     memo = _load_memo(vault, s)
     quiet = _quiet_view(tick, state, same, listing) if same else None
     patched: dict[str, str] | None = None
@@ -621,15 +622,16 @@ def _index_stat(vault: Path) -> list[int] | None:
 def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
     """The search index follows the vault: files whose content changed are read again, nothing else.
 
-    When the files are the ones the last tick left and so is the index, only what this tick
-    changed is looked at (no pass over every indexed path); anything else compares every note's
-    hash with the index's (:func:`brain.search.index.sync`)."""
+    When the index is the one the last clean tick left and the scan had that tick's parse cache
+    (so its delta is everything changed since), only the delta and this tick's own changes are
+    looked at (no pass over every indexed path); anything else compares every note's hash with
+    the index's (:func:`brain.search.index.sync`)."""
     import sqlite3
 
     from brain.search.index import SearchIndexError, refresh, sync
 
     try:
-        if tick.index_in_sync:
+        if tick.index_in_sync and (tick.partial or snapshot.stats.cached):
             changed = tick.report.notes_changed()
             refresh(tick.vault, snapshot.notes.values(), changed.changed, changed.removed,
                     max_bytes=tick.s.max_note_bytes, raw=snapshot.raw, partial=tick.partial,
