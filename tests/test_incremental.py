@@ -9,6 +9,7 @@ both ticks must verify clean.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import tempfile
@@ -206,6 +207,8 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
         assert _problems(a) == _problems(b), step
         assert sorted(a.result.written) == sorted(b.result.written), step
         assert sorted(a.result.moved) == sorted(b.result.moved), step
+        keys = [json.loads((v / ".brain" / "tick-state.json").read_text())["dashboards"] for v in (quiet, full)]
+        assert keys[0] == keys[1], step  # the quiet tick updated the dashboards key for the lines it patched
     assert ran_quiet[0] and sum(ran_quiet) >= len(QUIET_STEPS) - 2, ran_quiet
     # The index the quiet ticks kept up to date (heat and status retagged in place) is the one a
     # rebuild from the files gives.
