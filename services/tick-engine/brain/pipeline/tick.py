@@ -801,7 +801,7 @@ def _arcs_key(snapshot: Snapshot) -> str:
 def _candidates(snapshot: Snapshot, state: Mapping[str, Any], *, same_files: bool = False) -> tuple[str, dict[str, Any]]:
     """The ``--no-ai`` candidate report (and its key), reused from the last tick while the arcs are the same.
 
-    ``same_files``: the listing is the very one the last tick left (its fingerprint: files, sizes,
+    ``same_files``: the listing is the very one the last tick left (:func:`_same_files`: files, sizes,
     mtimes, settings, code), so the arcs are too and their key is the one saved, not recomputed.
     """
     cached = state.get("candidates")
@@ -1042,7 +1042,7 @@ def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[
 
 def _quiet_view(tick: _Tick, state: Mapping[str, Any], same: bool, listing: Listing) -> Snapshot | None:
     """The last tick's view as a snapshot, when this tick may run on it: the files are the ones
-    the last tick left (its fingerprint), no AI, no inbox notes to drain (their target is the
+    the last tick left (:func:`_same_files`), no AI, no inbox notes to drain (their target is the
     hottest arc of all), the search index as it was left, and the view intact."""
     if tick.ai_phase is not None or tick.keeper_only or tick.report.dry_run or tick.report.problems:
         return None
