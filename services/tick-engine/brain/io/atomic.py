@@ -60,12 +60,16 @@ def fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old or the new file."""
-    atomic_write_chunks(path, (data,), mode=mode)
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves either the old or the new file.
+
+    ``durable`` False skips the two fsyncs: for the brain's own caches under ``.brain/``, each of
+    which checks what it loads (a key, a tick id) and is only rebuilt when a crash lost it."""
+    atomic_write_chunks(path, (data,), mode=mode, durable=durable)
 
 
-def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None = None) -> None:
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None = None,
+                        durable: bool = True) -> None:
     """:func:`atomic_write` of the concatenation of ``chunks``, never joined in memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -76,7 +80,8 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -87,7 +92,8 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None
         with contextlib.suppress(OSError):
             os.chmod(tmp, path.stat().st_mode & 0o7777)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def append_line(path: Path, line: str) -> None:

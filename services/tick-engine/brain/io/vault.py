@@ -203,12 +203,13 @@ def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
         removed = tuple(sorted(base_paths - rows.keys()))
         if len(delta) + len(removed) <= max(OVERLAY_MIN, int(len(rows) * OVERLAY_SHARE)):
             with contextlib.suppress(OSError):
-                atomic_write(vault / OVERLAY_FILE, marshal.dumps((CACHE_KEY, base_written, now, delta, removed)))
+                atomic_write(vault / OVERLAY_FILE, marshal.dumps((CACHE_KEY, base_written, now, delta, removed)),
+                             durable=False)
                 _BASE["overlay"] = frozenset(delta) | frozenset(removed)
             return
     data = marshal.dumps((CACHE_KEY, now, rows))
     with contextlib.suppress(OSError):
-        atomic_write(vault / CACHE_FILE, data)
+        atomic_write(vault / CACHE_FILE, data, durable=False)
         (vault / OVERLAY_FILE).unlink(missing_ok=True)
         _BASE.update(vault=vault, written=now, paths=frozenset(rows), overlay=frozenset())
 
@@ -223,7 +224,7 @@ def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
     the rows keep the order given, which is the scan's."""
     rows = tuple(_row_of(note) for note in notes if note.mtime_ns)
     with contextlib.suppress(OSError):
-        atomic_write(vault / VIEW_FILE, marshal.dumps((CACHE_KEY, key, time.time_ns(), rows)))
+        atomic_write(vault / VIEW_FILE, marshal.dumps((CACHE_KEY, key, time.time_ns(), rows)), durable=False)
 
 
 def _row_of(note: Note) -> tuple[Any, ...]:

@@ -310,12 +310,12 @@ def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: S
     digest = _settings_digest(s)
     with contextlib.suppress(OSError):
         if partial and (delta := {**before.delta, **memo}) and len(delta) * 4 < len(before):
-            atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)))
+            atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)), durable=False)
             return
         if partial:
             decided = {d.note.path for d in decisions.arcs.values()}
             memo = {**{path: row for path, row in before.rows.items() if path not in decided}, **memo}
-        atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)))
+        atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)), durable=False)
         (vault / MEMO_DELTA_FILE).unlink(missing_ok=True)
 
 
@@ -995,8 +995,8 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         drop_view(vault)
     else:
         save_view(vault, report.tick_id, view)
-    atomic_write(vault / LISTING_FILE, marshal.dumps((report.tick_id, after)))
-    atomic_write(path, json.dumps(state).encode())
+    atomic_write(vault / LISTING_FILE, marshal.dumps((report.tick_id, after)), durable=False)
+    atomic_write(path, json.dumps(state).encode(), durable=False)
 
 
 #: Markers whose notes every feed build reads, wherever they are (the signals and inject files).
