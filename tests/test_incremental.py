@@ -16,6 +16,7 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -257,3 +258,27 @@ def test_an_arc_a_quiet_tick_moved_then_deleted_leaves_the_index(tmp_path: Path)
     rebuild(rebuilt, list(scan(rebuilt, feed_dir=rebuilt / "brain-feed", max_note_bytes=2_000_000,
                                write_cache=False).notes.values()))
     assert _index_dump(vault) == _index_dump(rebuilt)
+
+
+@pytest.mark.parametrize("damage", ["tick-view", "tick-listing", "heat-memo-delta"])
+def test_a_damaged_quiet_state_file_costs_a_full_scan_not_a_wrong_tick(tmp_path: Path, damage: str) -> None:
+    """Garbage in the view, the listing or the memo overlay: the tick scans (or recomputes) and
+    writes what a tick without any .brain/ state writes."""
+    vault = init_vault(tmp_path / "v")
+    _quiet_vault(vault)
+    s = Settings(vault=vault, conscious_cap=4)
+    t0 = require_instant(NOW)
+    assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
+    assert run_tick(s, t0 + timedelta(hours=2), no_ai=True, dry_run=False).keeper.quiet  # writes the memo overlay
+    cold = tmp_path / "cold"
+    shutil.copytree(vault, cold, symlinks=True)
+    shutil.rmtree(cold / ".brain")
+    (cold / ".brain").mkdir()
+    (vault / ".brain" / damage).write_bytes(b"\x00not marshal\xff")
+    later = t0 + timedelta(hours=26)
+    warm_report = run_tick(s, later, no_ai=True, dry_run=False)
+    cold_report = run_tick(Settings(vault=cold, conscious_cap=4), later, no_ai=True, dry_run=False)
+    assert warm_report.exit_code == cold_report.exit_code == 0
+    assert warm_report.keeper.quiet == (damage == "heat-memo-delta")  # a bad overlay only loses its entries
+    assert _files(vault) == _files(cold)
+    assert warm_report.stats == cold_report.stats
