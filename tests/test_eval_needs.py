@@ -167,3 +167,32 @@ def test_damaged_and_empty_files_are_survived(tmp_path: Path) -> None:
 def test_normalise_turns_every_run_of_non_alphanumerics_into_one_space() -> None:
     assert normalise("  lib/Spotter_web/app.JS ") == "lib spotter web app js"
     assert normalise("converter_py2") == "converter py2"
+
+
+def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
+    # Claude Code on Windows runs commands through its PowerShell tool: read like Bash, backslashes are
+    # separators (PowerShell has no backslash escapes) and built-in cmdlets are utilities like ls.
+    from tests.eval_logs import _Log
+    log = (_Log(S1, "X:/acg/shop", "2026-01-01T10:00").prompt("run the tests")
+           .tool("PowerShell", {"command": 'Get-ChildItem "X:\\acg\\shop\\" | Select-Object Name; '
+                                           "docker compose up -d; & venv\\Scripts\\python.exe -m pytest"})
+           .tool("PowerShell", {"command": 'py "X:\\acg\\shop\\tools\\seed_data.py"'},
+                 "ParserError: unexpected token", error=True))
+    needs = read_needs(locate_claude(log.write(tmp_path).parent.parent)[S1])
+    assert [(i.kind, i.key) for i in needs.headline() if i.kind != "entity"] == [
+        ("command", "docker compose up"), ("command", "python -m pytest"), ("file", "seed_data.py"),
+        ("command", "py seed_data.py"), ("error", "parsererror"),
+    ]
+
+
+def test_windows_programs_are_named_like_posix_ones() -> None:
+    # A program run by its Windows path is its name: no folders, no .exe, no case.
+    assert parse_shell('"C:\\Program Files\\Python312\\Python.exe" -m pytest -q') == (["python -m pytest"], [])
+    assert parse_shell("venv\\Scripts\\python.exe manage.py migrate") == (["python manage.py"], ["manage.py"])
+    assert parse_shell("venv\\Scripts\\pip.exe install -r requirements.txt")[0] == ["pip install"]
+    assert parse_shell('cd "C:\\x" && py "C:\\Users\\me\\scripts\\gen_report.py"')[0] == ["py gen_report.py"]
+    assert parse_shell("Get-Content app.ini -Tail 20; Remove-Item -Recurse dist") == ([], ["app.ini"])
+    assert parse_shell('powershell -NoProfile -Command "npm run build"') == (["npm run build"], [])
+    # POSIX lines read as before: an escaped space or quote is no path separator.
+    assert parse_shell("python3 my\\ script.py") == ([], [])
+    assert parse_shell('echo "a\\"b" && ./bin/deploy.sh prod') == (["deploy.sh prod"], ["./bin/deploy.sh"])

@@ -279,3 +279,37 @@ def test_claude_code_spill_files_are_not_project_files() -> None:
     work.file_read("C:\\Users\\me\\.claude\\projects\\C--w-repo\\memory\\MEMORY.md")
     work.file_read("C:\\w\\repo\\src\\a.py")
     assert list(work.read) == ["C:/Users/me/.claude/projects/C--w-repo/memory/MEMORY.md", "src/a.py"]
+
+
+@pytest.mark.parametrize(("line", "keys"), [
+    # a program run by its Windows path is its name: no folders, no .exe, no case
+    ('"C:\\Program Files\\Python312\\Python.exe" -m pytest -q', ["python -m pytest"]),
+    ("venv\\Scripts\\python.exe manage.py migrate", ["python manage.py"]),
+    ("venv\\Scripts\\pip.exe install -r requirements.txt", ["pip install"]),
+    ('cd "C:\\x" && py "C:\\Users\\me\\scripts\\gen_report.py"', ["py gen_report.py"]),
+    # PowerShell cmdlets and Windows utilities are plumbing like ls; -Command runs its own line
+    ("Get-Content app.log -Tail 20; Remove-Item -Recurse dist; where.exe node", []),
+    ('powershell -NoProfile -Command "npm run build"', ["npm run build"]),
+    ("py -m pip install -r requirements.txt", ["py -m pip"]),
+    # POSIX lines read as before
+    ("./bin/deploy.sh prod", ["deploy.sh prod"]),
+])
+def test_windows_commands_are_program_and_subcommand(line: str, keys: list[str]) -> None:
+    assert command_keys(line) == keys
+
+
+def test_powershell_lines_keep_backslashes_as_separators() -> None:
+    # PowerShell has no backslash escapes: "X:\\app\\" ends with a separator, not an escaped quote.
+    line = 'Get-ChildItem "X:\\app\\" ; & "X:\\app\\venv\\Scripts\\python.exe" X:\\app\\tools\\seed.py'
+    assert command_keys(line, powershell=True) == ["python seed.py"]
+    assert shell_files(line, powershell=True) == ["X:/app/tools/seed.py"]
+
+
+def test_a_long_log_is_named_by_the_error_at_its_end() -> None:
+    # An Odoo upgrade prints thousands of INFO lines before the traceback that says what went wrong.
+    log = "".join(f"2026-05-04 03:13:{i % 60:02d},937 122 INFO odoo18 odoo.modules.loading: loading {i}\n"
+                  for i in range(120))
+    log += "Traceback (most recent call last):\n  File \"convert.py\", line 9\n" \
+           "odoo.tools.convert.ParseError: while parsing views/job_views.xml:51\n"
+    assert len(log) > 6000
+    assert error_signature(log) == "odoo.tools.convert.ParseError: while parsing views/job_views.xml:51"

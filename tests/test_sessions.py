@@ -497,3 +497,16 @@ def test_cli_extract_bad_flags_exit_2(args: list[str], message: str) -> None:
 def test_cli_extract_help_has_an_example() -> None:
     result = CliRunner().invoke(app, ["extract", "--help"])
     assert result.exit_code == 0 and "Example: brain extract" in result.stdout
+
+
+def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
+    # Claude Code on Windows runs commands through its PowerShell tool: its commands and files count like Bash's.
+    from tests.eval_logs import _Log
+    log = (_Log(SID, "X:\\acg\\shop", "2026-05-01T10:00").prompt("run the tests")
+           .tool("PowerShell", {"command": 'Get-ChildItem "X:\\acg\\shop\\" | Select-Object Name; '
+                                           "docker compose up -d; & venv\\Scripts\\python.exe -m pytest"})
+           .tool("PowerShell", {"command": "py X:\\acg\\shop\\tools\\seed_data.py"}))
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert [c for c, _ in session.commands] == ["docker compose up", "python -m pytest", "py seed_data.py"]
+    assert dict(session.files_read) == {"tools/seed_data.py": 1}

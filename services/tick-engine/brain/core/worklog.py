@@ -43,6 +43,15 @@ from brain.core.session import (
 SHELL_UTILITIES = frozenset(
     ["ls", "cat", "grep", "egrep", "fgrep", "rg", "sed", "awk", "head", "tail", "wc", "echo", "printf", "cd", "pwd", "find", "xargs", "sort", "uniq", "cut", "tr", "tee", "touch", "mkdir", "rm", "rmdir", "cp", "mv", "ln", "chmod", "chown", "stat", "file", "which", "whereis", "type", "true", "false", "sleep", "date", "env", "export", "set", "unset", "source", ".", "test", "[", "diff", "cmp", "basename", "dirname", "realpath", "readlink", "less", "more", "nl", "od", "hexdump", "xxd", "jq", "yq", "tree", "du", "df", "ps", "kill", "pkill", "killall", "lsof", "open", "clear", "history", "alias", "exit", "read", "wait", "trap", "eval", "exec", "time", "timeout", "nohup", "sudo", "command", "builtin", "printenv", "whoami", "hostname", "uname", "id", "tar", "zip", "unzip", "gzip", "gunzip", "curl", "wget", "ssh", "scp", "rsync", "base64", "md5sum", "sha1sum", "sha256sum", "shasum", "column", "fold", "paste", "join", "comm", "split", "csplit", "expand", "unexpand", "rev", "tac", "fd", "bat", "git"]
 )
+#: Windows plumbing: cmd and PowerShell built-ins and aliases, the Windows ls, grep and cat.
+WINDOWS_UTILITIES = frozenset(
+    ["dir", "where", "cls", "del", "erase", "copy", "move", "ren", "rename", "md", "rd", "findstr", "icacls", "attrib", "tasklist", "taskkill", "netstat", "ipconfig", "robocopy", "xcopy", "start", "setx", "mklink", "powershell", "pwsh", "cmd", "gci", "gc", "sls", "iwr", "irm", "select", "foreach", "%", "?", "sl", "ni", "ri"]
+)
+#: A PowerShell cmdlet (``Get-ChildItem``, ``Select-Object``): plumbing like ls and grep.
+CMDLET = re.compile(
+    r"^(?:Add|Clear|Compare|Convert|ConvertFrom|ConvertTo|Copy|Enter|Exit|Expand|Export|ForEach|Format|Get|Group|"
+    r"Import|Invoke|Join|Measure|Move|New|Out|Pop|Push|Read|Remove|Rename|Resolve|Restart|Select|Set|Sort|Split|"
+    r"Start|Stop|Tee|Test|Wait|Where|Write)-[A-Za-z]+$", re.IGNORECASE)
 #: Launchers whose next word names the real program (``npx vitest``, ``uv run pytest``).
 _RUNNERS = {
     "uv": ("run", "tool", "pip"), "npm": ("run", "exec"), "pnpm": ("run", "exec", "dlx"), "yarn": ("run", "dlx"),
@@ -50,7 +59,7 @@ _RUNNERS = {
     "cargo": ("run",), "go": ("run",), "dotnet": ("run",), "hatch": ("run",), "pdm": ("run",), "rye": ("run",),
     "docker": ("compose",),
 }
-_INTERPRETERS = frozenset({"python", "python3", "python2", "node", "ruby", "perl", "deno", "php", "pypy3",
+_INTERPRETERS = frozenset({"python", "python3", "python2", "py", "node", "ruby", "perl", "deno", "php", "pypy3",
                            "bash", "sh", "zsh"})
 _PREFIXES = frozenset({"sudo", "time", "nohup", "exec", "command", "env", "builtin", "then", "do", "else", "!",
                        "if", "elif", "while", "until"})
@@ -58,7 +67,7 @@ _PREFIXES = frozenset({"sudo", "time", "nohup", "exec", "command", "env", "built
 _SHELL_SYNTAX = frozenset({"for", "select", "case", "esac", "done", "fi", "function", "in", "[[", "]]"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9._:/+-]{0,40}$")
-_FILE_ARG = re.compile(r"^(?:[\w.~-]*/)*(?P<name>[\w-][\w.-]*)$")
+_FILE_ARG = re.compile(r"^(?:[A-Za-z]:/)?(?:[\w.~-]*/)*(?P<name>[\w-][\w.-]*)$")
 #: File names without an extension that are still files.
 _BARE_FILES = frozenset({"Makefile", "Dockerfile", "Gemfile", "Rakefile", "Procfile", "Justfile", "Containerfile"})
 #: Extensions that make a bare word (no ``/``) a file name rather than a task like ``phx.server``.
@@ -119,17 +128,35 @@ _TROUBLE = re.compile(r"\b(?:FAILED|failed|failure|errors?|not found|no such fil
                       re.IGNORECASE)
 
 
+#: A Windows program file: ``Python.exe`` runs ``python``.
+_WINDOWS_PROGRAM = re.compile(r"\.(?:exe|cmd|bat|com)$", re.IGNORECASE)
+#: A backslash between two parts of a Windows path (``venv\\Scripts\\python.exe``): a separator, not a
+#: POSIX escape (an escaped quote, ``$``, space, backslash or line end keeps its meaning).
+_PATH_BACKSLASH = re.compile(r"(?<=[\w.:~-])\\(?=[\w.~-])")
+
+
 def _program(token: str) -> str:
-    return token.rsplit("/", 1)[-1]
+    """The program a word runs: its name without folders (``/`` or ``\\``), a Windows ``.exe`` suffix
+    and, on Windows, case (``C:\\Python312\\Python.exe`` runs ``python``)."""
+    name = re.split(r"[\\/]", token)[-1]
+    bare = _WINDOWS_PROGRAM.sub("", name)
+    return bare.lower() if bare != name else name
 
 
-def simple_commands(command: str) -> list[list[str]]:
+def windows_paths(command: str, powershell: bool = False) -> str:
+    """``command`` with the backslashes of Windows paths as ``/``: PowerShell has no backslash escapes
+    (every backslash separates), a POSIX line keeps its escapes."""
+    return command.replace("\\", "/") if powershell else _PATH_BACKSLASH.sub("/", command)
+
+
+def simple_commands(command: str, powershell: bool = False) -> list[list[str]]:
     """The words of each simple command in a shell line, split on unquoted ``; && || | & \\n $( `;``
-    a heredoc body (after an unquoted ``<<``) and redirections are left out."""
+    a heredoc body (after an unquoted ``<<``) and redirections are left out. Backslashes in Windows
+    paths are ``/`` (``powershell``: every backslash)."""
     parts: list[str] = []
     current: list[str] = []
     quote = ""
-    text = command[:4000]
+    text = windows_paths(command[:4000], powershell)
     index = 0
     while index < len(text):
         char = text[index]
@@ -172,10 +199,10 @@ def simple_commands(command: str) -> list[list[str]]:
     return out
 
 
-def shell_files(command: str) -> list[str]:
+def shell_files(command: str, powershell: bool = False) -> list[str]:
     """File-like arguments of a shell line (``sed -n 1,80p src/app.py`` reads ``src/app.py``)."""
     found: list[str] = []
-    for words in simple_commands(command):
+    for words in simple_commands(command, powershell):
         program = _program(words[0])
         skip_pattern = program in _PATTERN_FIRST
         for word in words[1:]:
@@ -191,10 +218,11 @@ def shell_files(command: str) -> list[str]:
     return found
 
 
-def command_keys(command: str) -> list[str]:
-    """Program + subcommand of each simple command in a shell line (utilities and git left out)."""
+def command_keys(command: str, powershell: bool = False) -> list[str]:
+    """Program + subcommand of each simple command in a shell line (utilities and git left out;
+    ``powershell``: a line of Claude Code's PowerShell tool)."""
     keys: list[str] = []
-    for words in simple_commands(command):
+    for words in simple_commands(command, powershell):
         while words and (words[0] in _PREFIXES or _ASSIGNMENT.match(words[0])):
             if words[0] == "timeout" and len(words) > 1:
                 words = words[1:]
@@ -204,9 +232,16 @@ def command_keys(command: str) -> list[str]:
         if not words or words[0] in _SHELL_SYNTAX:
             continue
         program = _program(words[0])
-        if program in SHELL_UTILITIES or not _WORD.match(program) or program.startswith("-"):
+        if program in ("powershell", "pwsh"):  # ``powershell -Command "…"`` runs the line it is given
+            flags = [w.lower() for w in words]
+            at = next((i for i, w in enumerate(flags) if w in ("-command", "-c")), -1)
+            if 0 < at < len(words) - 1:
+                keys.extend(command_keys(words[at + 1], powershell=True))
             continue
-        if program in ("python", "python3") and len(words) > 2 and words[1] == "-m":
+        if (program in SHELL_UTILITIES or program.lower() in WINDOWS_UTILITIES or CMDLET.match(program)
+                or not _WORD.match(program) or program.startswith("-")):
+            continue
+        if program in ("python", "python3", "python2", "py") and len(words) > 2 and words[1] == "-m":
             keys.append(f"{program} -m {words[2]}")
             continue
         rest = [w for w in words[1:] if _WORD.match(w) and not w.startswith("-")]
@@ -234,8 +269,12 @@ def _is_file_name(word: str) -> bool:
 
 
 def error_signature(text: str) -> str:
-    """A short, stable name of what went wrong in a tool's error output ("" for harness noise)."""
-    head = text[:6000].replace("\\n", "\n").replace("\\t", " ")  # output a hook escaped
+    """A short, stable name of what went wrong in a tool's error output ("" for harness noise).
+    A long output is read at both ends: a server log or a test run says what went wrong last."""
+    if len(text) > 6000:
+        tail = text[-4000:]
+        text = text[:2000] + "\n" + tail[tail.find("\n") + 1 :]
+    head = text.replace("\\n", "\n").replace("\\t", " ")  # output a hook escaped
     if any(marker in head[:400] for marker in _HARNESS_ERRORS):
         return ""
     raised = list(_RAISED.finditer(head))
@@ -393,16 +432,16 @@ class WorkLog:
             self._seen(rel)
             self.miner.edit(line, rel, old, new)
 
-    def shell(self, call_id: str, line: int, command: str) -> None:
-        keys = command_keys(command)
+    def shell(self, call_id: str, line: int, command: str, powershell: bool = False) -> None:
+        keys = command_keys(command, powershell)
         for key in keys:
             self.commands[key] += 1
             self._seen(key)
-        for path in shell_files(command):
+        for path in shell_files(command, powershell):
             self.file_read(path)
         self.miner.shell(line, command)
         if call_id:
-            words = (simple_commands(command) or [[""]])[-1]
+            words = (simple_commands(command, powershell) or [[""]])[-1]
             plain = [_program(words[0])] + [w for w in words[1:2] if _WORD.match(w) and not w.startswith("-")]
             # Plumbing (git, ls …) is not a counted command, but its failures still resolve by name.
             key = keys[-1] if keys else " ".join(plain)[:80]

@@ -220,13 +220,28 @@ SHELL_UTILITIES = _words(
     "sh bash zsh dash fish sudo time nohup exec builtin nice timeout curl wget ssh scp rsync "
     "git"
 )
+#: Windows plumbing: cmd and PowerShell built-ins and aliases (the Windows ls, grep, cat and shells).
+WINDOWS_UTILITIES = _words(
+    "dir where cls del erase copy move ren rename md rd findstr icacls attrib tasklist taskkill netstat "
+    "ipconfig robocopy xcopy start setx mklink powershell pwsh cmd gci gc sls iwr irm select foreach sl ni ri"
+)
+#: A PowerShell cmdlet (``Get-ChildItem``, ``Select-Object``): plumbing like ls and grep.
+_CMDLET = re.compile(
+    r"(?:add|clear|compare|convert|convertfrom|convertto|copy|enter|exit|expand|export|foreach|format|get|group|"
+    r"import|invoke|join|measure|move|new|out|pop|push|read|remove|rename|resolve|restart|select|set|sort|split|"
+    r"start|stop|tee|test|wait|where|write)-[a-z]+", re.IGNORECASE)
+#: A Windows program file: ``Python.exe`` runs ``python``.
+_WINDOWS_PROGRAM = re.compile(r"\.(?:exe|cmd|bat|com)\Z", re.IGNORECASE)
+#: A backslash between two parts of a Windows path (``venv\\Scripts\\python.exe``) in a POSIX line:
+#: a separator, not an escape (an escaped quote, ``$``, space, backslash or line end keeps its meaning).
+_PATH_BACKSLASH = re.compile(r"(?<=[\w.:~-])\\(?=[\w.~-])")
 
 #: Programs that run another program: ``uv run pytest`` keeps the third word.
 _RUNNERS = {"uv": {"run", "tool"}, "poetry": {"run"}, "pdm": {"run"}, "pipenv": {"run"}, "hatch": {"run"},
             "rye": {"run"}, "npm": {"run", "exec"}, "pnpm": {"run", "exec", "dlx"}, "yarn": {"run", "dlx"},
             "bun": {"run", "x"}, "bundle": {"exec"}, "cargo": {"run"}, "go": {"run"}, "dotnet": {"run"},
             "docker": {"compose"}, "kubectl": set(), "mix": set()}
-_INTERPRETERS = frozenset({"python", "python3", "python2", "node", "ruby", "perl", "deno", "php", "elixir",
+_INTERPRETERS = frozenset({"python", "python3", "python2", "py", "node", "ruby", "perl", "deno", "php", "elixir",
                            "iex", "pypy", "pypy3"})
 _WRAPPERS = frozenset({"sudo", "time", "nohup", "exec", "builtin", "nice", "command", "env"})
 _SUBCOMMAND = re.compile(r"[a-z][a-z0-9_.:-]*\Z")
@@ -280,9 +295,16 @@ _SHELL_PREFIXES = frozenset({"do", "then", "else", "elif", "if", "while", "until
 _SHELL_SKIP = frozenset({"for", "case", "done", "fi", "esac", "function", "select", "in"})
 
 
-def _simple_commands(command: str) -> Iterator[list[str]]:
-    """The words of each simple command in a shell line, redirections dropped."""
+def _program_name(word: str) -> str:
+    """The program a command word runs, lowercased: no folders (``/`` or ``\\``), no Windows ``.exe``."""
+    return _WINDOWS_PROGRAM.sub("", re.split(r"[\\/]", word)[-1]).lower()
+
+
+def _simple_commands(command: str, powershell: bool = False) -> Iterator[list[str]]:
+    """The words of each simple command in a shell line, redirections dropped; backslashes in Windows
+    paths are ``/`` (in a PowerShell line every backslash: PowerShell has no backslash escapes)."""
     text = _strip_heredocs(command).replace("\\\n", " ")
+    text = text.replace("\\", "/") if powershell else _PATH_BACKSLASH.sub("/", text)
     for line in _split_lines(text):
         try:
             lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
@@ -339,11 +361,12 @@ def _file_like(token: str) -> str | None:
     return token
 
 
-def parse_shell(command: str) -> tuple[list[str], list[str]]:
-    """(commands as ``program subcommand``, file-like arguments) of a shell command line."""
+def parse_shell(command: str, powershell: bool = False) -> tuple[list[str], list[str]]:
+    """(commands as ``program subcommand``, file-like arguments) of a shell command line
+    (``powershell``: a line of Claude Code's PowerShell tool)."""
     commands: list[str] = []
     files: list[str] = []
-    for words in _simple_commands(command):
+    for words in _simple_commands(command, powershell):
         while words and _ASSIGNMENT.match(words[0]):
             words = words[1:]
         while words and PurePosixPath(words[0]).name in _WRAPPERS:
@@ -355,7 +378,7 @@ def parse_shell(command: str) -> tuple[list[str], list[str]]:
             words = words[2:]
         if not words:
             continue
-        program = PurePosixPath(words[0]).name.lower()
+        program = _program_name(words[0])
         args = words[1:]
         for arg in args:
             value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
@@ -367,9 +390,18 @@ def parse_shell(command: str) -> tuple[list[str], list[str]]:
             commands.extend(inner_commands)
             files.extend(inner_files)
             continue
+        flags = [arg.lower() for arg in args]
+        if program in ("powershell", "pwsh") and ("-command" in flags or "-c" in flags):
+            at = flags.index("-command") if "-command" in flags else flags.index("-c")
+            if at + 1 < len(args):
+                inner_commands, inner_files = parse_shell(args[at + 1], powershell=True)
+                commands.extend(inner_commands)
+                files.extend(inner_files)
+            continue
         if _file_like(words[0]) is not None:
             files.append(words[0])
-        if not re.fullmatch(r"[a-z][a-z0-9_.+-]*", program) or program in SHELL_UTILITIES:
+        if (not re.fullmatch(r"[a-z][a-z0-9_.+-]*", program) or program in SHELL_UTILITIES
+                or program in WINDOWS_UTILITIES or _CMDLET.fullmatch(program)):
             continue
         command_key = _command_of(program, args)
         if command_key is not None:
@@ -384,7 +416,7 @@ def _command_of(program: str, args: list[str]) -> str | None:
             return f"{program} -m {args[1].lower()}"
         script = args[0] if args and not args[0].startswith("-") else None
         if script is not None and _file_like(script) is not None:
-            return f"{program} {PurePosixPath(script).name.lower()}"
+            return f"{program} {PurePosixPath(slashed(script)).name.lower()}"
         return None
     if not args or not _SUBCOMMAND.match(args[0]) or _file_like(args[0]) is not None:
         return program
@@ -611,8 +643,8 @@ class _Collector:
             relative = path[len(root):]
         self.add(FILE, name.lower(), (name, relative), relative, at)
 
-    def shell(self, command: str, at: int | None = None) -> None:
-        commands, files = parse_shell(command)
+    def shell(self, command: str, at: int | None = None, powershell: bool = False) -> None:
+        commands, files = parse_shell(command, powershell)
         for cmd in commands:
             self.add(COMMAND, cmd, (cmd,), cmd, at)
         for path in files:
@@ -727,8 +759,8 @@ def _claude_tool(out: _Collector, block: Mapping[str, Any]) -> None:
             value = tool_input.get(key)
             if isinstance(value, str):
                 out.file(_clean(value))
-    elif name == "Bash" and isinstance(tool_input.get("command"), str):
-        out.shell(_clean(tool_input["command"]))
+    elif name in ("Bash", "PowerShell") and isinstance(tool_input.get("command"), str):
+        out.shell(_clean(tool_input["command"]), powershell=name == "PowerShell")
 
 
 # --- Codex ----------------------------------------------------------------------------------------

@@ -116,7 +116,8 @@ def is_harness(text: str) -> bool:
 
 
 _READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
-_SHELL_TOOLS = ("Bash", "BashOutput")
+#: Tools that run a shell line; PowerShell is Claude Code's shell tool on Windows.
+_SHELL_TOOLS = ("Bash", "BashOutput", "PowerShell")
 _TODO_STATUSES = ("pending", "in_progress", "completed")
 
 
@@ -171,7 +172,7 @@ class _Figures:
                 work.tool(call_id, line, name, path)
             return
         if name in _SHELL_TOOLS and isinstance(data.get("command"), str):
-            work.shell(call_id, line, data["command"])
+            work.shell(call_id, line, data["command"], powershell=name == "PowerShell")
             return
         if name == "TodoWrite" and isinstance(data.get("todos"), list):
             items = [(t.get("status") if t.get("status") in _TODO_STATUSES else "pending", t.get("content"))
