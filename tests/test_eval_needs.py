@@ -193,6 +193,9 @@ def test_windows_programs_are_named_like_posix_ones() -> None:
     assert parse_shell('cd "C:\\x" && py "C:\\Users\\me\\scripts\\gen_report.py"')[0] == ["py gen_report.py"]
     assert parse_shell("Get-Content app.ini -Tail 20; Remove-Item -Recurse dist") == ([], ["app.ini"])
     assert parse_shell('powershell -NoProfile -Command "npm run build"') == (["npm run build"], [])
+    script = "$links = @(\n  @{ Name = 'docs'; Target = $root }\n)\nforeach ($l in $links) {\n" \
+             "  if (Test-Path $l.Target) { continue }\n  Receive-Job -Id 3\n}\nnpm run build"
+    assert parse_shell(script, powershell=True) == (["npm run build"], [])
     # POSIX lines read as before: an escaped space or quote is no path separator.
     assert parse_shell("python3 my\\ script.py") == ([], [])
     assert parse_shell('echo "a\\"b" && ./bin/deploy.sh prod') == (["deploy.sh prod"], ["./bin/deploy.sh"])

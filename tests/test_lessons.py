@@ -303,6 +303,10 @@ def test_powershell_lines_keep_backslashes_as_separators() -> None:
     line = 'Get-ChildItem "X:\\app\\" ; & "X:\\app\\venv\\Scripts\\python.exe" X:\\app\\tools\\seed.py'
     assert command_keys(line, powershell=True) == ["python seed.py"]
     assert shell_files(line, powershell=True) == ["X:/app/tools/seed.py"]
+    # A script body: keywords, hash table entries and cmdlets start no program.
+    script = "$links = @(\n  @{ Name = 'docs'; Target = $root }\n)\nforeach ($l in $links) {\n" \
+             "  if (Test-Path $l.Target) { continue }\n  Receive-Job -Id 3\n}\nnpm run build"
+    assert command_keys(script, powershell=True) == ["npm run build"]
 
 
 def test_a_long_log_is_named_by_the_error_at_its_end() -> None:

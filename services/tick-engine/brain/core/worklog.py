@@ -47,11 +47,21 @@ SHELL_UTILITIES = frozenset(
 WINDOWS_UTILITIES = frozenset(
     ["dir", "where", "cls", "del", "erase", "copy", "move", "ren", "rename", "md", "rd", "findstr", "icacls", "attrib", "tasklist", "taskkill", "netstat", "ipconfig", "robocopy", "xcopy", "start", "setx", "mklink", "powershell", "pwsh", "cmd", "gci", "gc", "sls", "iwr", "irm", "select", "foreach", "%", "?", "sl", "ni", "ri"]
 )
-#: A PowerShell cmdlet (``Get-ChildItem``, ``Select-Object``): plumbing like ls and grep.
+#: A PowerShell cmdlet (``Get-ChildItem``, ``Receive-Job``: an approved verb, a noun): plumbing like ls and grep.
 CMDLET = re.compile(
-    r"^(?:Add|Clear|Compare|Convert|ConvertFrom|ConvertTo|Copy|Enter|Exit|Expand|Export|ForEach|Format|Get|Group|"
-    r"Import|Invoke|Join|Measure|Move|New|Out|Pop|Push|Read|Remove|Rename|Resolve|Restart|Select|Set|Sort|Split|"
-    r"Start|Stop|Tee|Test|Wait|Where|Write)-[A-Za-z]+$", re.IGNORECASE)
+    r"^(?:Add|Approve|Assert|Backup|Block|Build|Checkpoint|Clear|Close|Compare|Complete|"
+    r"Compress|Confirm|Connect|Convert|ConvertFrom|ConvertTo|Copy|Debug|Deny|Deploy|Disable|"
+    r"Disconnect|Dismount|Edit|Enable|Enter|Exit|Expand|Export|Find|ForEach|Format|Get|"
+    r"Grant|Group|Hide|Import|Initialize|Install|Invoke|Join|Limit|Lock|Measure|Merge|"
+    r"Mount|Move|New|Open|Optimize|Out|Ping|Pop|Protect|Publish|Push|Read|Receive|Redo|"
+    r"Register|Remove|Rename|Repair|Request|Reset|Resize|Resolve|Restart|Restore|Resume|"
+    r"Revoke|Save|Search|Select|Send|Set|Show|Skip|Sort|Split|Start|Step|Stop|Submit|"
+    r"Suspend|Switch|Sync|Tee|Test|Trace|Unblock|Undo|Uninstall|Unlock|Unprotect|Unpublish|"
+    r"Unregister|Update|Use|Wait|Watch|Where|Write)-[A-Za-z]+$", re.IGNORECASE)
+#: PowerShell words that start no program (``if (…) {``, ``foreach``, ``continue``).
+POWERSHELL_KEYWORDS = frozenset(
+    ["if", "else", "elseif", "foreach", "for", "while", "do", "until", "switch", "try", "catch", "finally", "function", "filter", "param", "return", "continue", "break", "throw", "trap", "begin", "process", "end", "exit", "default"]
+)
 #: Launchers whose next word names the real program (``npx vitest``, ``uv run pytest``).
 _RUNNERS = {
     "uv": ("run", "tool", "pip"), "npm": ("run", "exec"), "pnpm": ("run", "exec", "dlx"), "yarn": ("run", "dlx"),
@@ -232,6 +242,8 @@ def command_keys(command: str, powershell: bool = False) -> list[str]:
         if not words or words[0] in _SHELL_SYNTAX:
             continue
         program = _program(words[0])
+        if powershell and (program.lower() in POWERSHELL_KEYWORDS or (len(words) > 1 and words[1].startswith("="))):
+            continue  # a keyword, or a hash table entry / assignment (``Name = 'x'``): no program
         if program in ("powershell", "pwsh"):  # ``powershell -Command "…"`` runs the line it is given
             flags = [w.lower() for w in words]
             at = next((i for i, w in enumerate(flags) if w in ("-command", "-c")), -1)

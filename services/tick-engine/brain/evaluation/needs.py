@@ -225,11 +225,22 @@ WINDOWS_UTILITIES = _words(
     "dir where cls del erase copy move ren rename md rd findstr icacls attrib tasklist taskkill netstat "
     "ipconfig robocopy xcopy start setx mklink powershell pwsh cmd gci gc sls iwr irm select foreach sl ni ri"
 )
-#: A PowerShell cmdlet (``Get-ChildItem``, ``Select-Object``): plumbing like ls and grep.
+#: A PowerShell cmdlet (``Get-ChildItem``, ``Receive-Job``: an approved verb, a noun): plumbing like ls and grep.
 _CMDLET = re.compile(
-    r"(?:add|clear|compare|convert|convertfrom|convertto|copy|enter|exit|expand|export|foreach|format|get|group|"
-    r"import|invoke|join|measure|move|new|out|pop|push|read|remove|rename|resolve|restart|select|set|sort|split|"
-    r"start|stop|tee|test|wait|where|write)-[a-z]+", re.IGNORECASE)
+    r"(?:add|approve|assert|backup|block|build|checkpoint|clear|close|compare|complete|"
+    r"compress|confirm|connect|convert|convertfrom|convertto|copy|debug|deny|deploy|disable|"
+    r"disconnect|dismount|edit|enable|enter|exit|expand|export|find|foreach|format|get|"
+    r"grant|group|hide|import|initialize|install|invoke|join|limit|lock|measure|merge|"
+    r"mount|move|new|open|optimize|out|ping|pop|protect|publish|push|read|receive|redo|"
+    r"register|remove|rename|repair|request|reset|resize|resolve|restart|restore|resume|"
+    r"revoke|save|search|select|send|set|show|skip|sort|split|start|step|stop|submit|"
+    r"suspend|switch|sync|tee|test|trace|unblock|undo|uninstall|unlock|unprotect|unpublish|"
+    r"unregister|update|use|wait|watch|where|write)-[a-z]+", re.IGNORECASE)
+#: PowerShell words that start no program (``if (…) {``, ``foreach``, ``continue``).
+_POWERSHELL_KEYWORDS = _words(
+    "if else elseif foreach for while do until switch try catch finally function filter param return continue "
+    "break throw trap begin process end exit default"
+)
 #: A Windows program file: ``Python.exe`` runs ``python``.
 _WINDOWS_PROGRAM = re.compile(r"\.(?:exe|cmd|bat|com)\Z", re.IGNORECASE)
 #: A backslash between two parts of a Windows path (``venv\\Scripts\\python.exe``) in a POSIX line:
@@ -380,6 +391,8 @@ def parse_shell(command: str, powershell: bool = False) -> tuple[list[str], list
             continue
         program = _program_name(words[0])
         args = words[1:]
+        if powershell and (program in _POWERSHELL_KEYWORDS or (args and args[0].startswith("="))):
+            continue  # a keyword, or a hash table entry / assignment (``Name = 'x'``): no program
         for arg in args:
             value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
             path = _file_like(value)
