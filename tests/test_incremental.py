@@ -179,6 +179,15 @@ def _index_dump(vault: Path) -> tuple[list[tuple], list[tuple]]:
     return sorted(docs), sorted(files)
 
 
+def _rebuilt_index(vault: Path, copy: Path) -> tuple[list[tuple], list[tuple]]:
+    """:func:`_index_dump` of the index a rebuild from ``vault``'s files gives (in a copy)."""
+    shutil.copytree(vault, copy, symlinks=True)
+    (copy / ".brain" / "search.sqlite").unlink()
+    rebuild(copy, list(scan(copy, feed_dir=copy / "brain-feed", max_note_bytes=2_000_000,
+                            write_cache=False).notes.values()))
+    return _index_dump(copy)
+
+
 def _problems(report: object) -> list[tuple[str, str]]:
     return sorted({(p["path"], p["message"]) for p in report.as_dict()["problems"]})  # type: ignore[attr-defined]
 
@@ -213,12 +222,7 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
     assert ran_quiet[0] and sum(ran_quiet) >= len(QUIET_STEPS) - 2, ran_quiet
     # The index the quiet ticks kept up to date (heat and status retagged in place) is the one a
     # rebuild from the files gives.
-    rebuilt = tmp_path / "rebuilt"
-    shutil.copytree(quiet, rebuilt, symlinks=True)
-    (rebuilt / ".brain" / "search.sqlite").unlink()
-    rebuild(rebuilt, list(scan(rebuilt, feed_dir=rebuilt / "brain-feed", max_note_bytes=2_000_000,
-                               write_cache=False).notes.values()))
-    assert _index_dump(quiet) == _index_dump(rebuilt)
+    assert _index_dump(quiet) == _rebuilt_index(quiet, tmp_path / "rebuilt")
     # An edit sends the next tick to the full scan: what the quiet ticks wrote is not parsed again
     # (the view holds those rows), only the edited file is.
     edited = quiet / "clusters/2026-11-20/2026-11-20-delta-03.md"
@@ -252,12 +256,7 @@ def test_an_arc_a_quiet_tick_moved_then_deleted_leaves_the_index(tmp_path: Path)
     (vault / "frontal-lobe/conscious/2026-11-20-floor.md").unlink()
     after = run_tick(s, t0 + timedelta(days=12, hours=2), no_ai=True, dry_run=False)
     assert after.exit_code == 0 and not after.keeper.quiet
-    rebuilt = tmp_path / "rebuilt"
-    shutil.copytree(vault, rebuilt, symlinks=True)
-    (rebuilt / ".brain" / "search.sqlite").unlink()
-    rebuild(rebuilt, list(scan(rebuilt, feed_dir=rebuilt / "brain-feed", max_note_bytes=2_000_000,
-                               write_cache=False).notes.values()))
-    assert _index_dump(vault) == _index_dump(rebuilt)
+    assert _index_dump(vault) == _rebuilt_index(vault, tmp_path / "rebuilt")
 
 
 @pytest.mark.parametrize("damage", ["tick-view", "tick-listing", "heat-memo-delta"])
