@@ -56,6 +56,13 @@ class ArcDecision:
         return self.note.arc.cluster_id
 
     @property
+    def relists(self) -> bool:
+        """The arc moves or changes status: what the dashboards list of it changes."""
+        arc = self.note.arc
+        assert arc is not None
+        return self.path != self.note.path or arc.status != self.status
+
+    @property
     def changes_file(self) -> bool:
         arc = self.note.arc
         assert arc is not None

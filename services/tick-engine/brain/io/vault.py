@@ -172,13 +172,27 @@ def _matches(row: Any, st: Any) -> bool:
             and row[_MTIME_AT] == st.st_mtime_ns)
 
 
-def _view_rows(vault: Path) -> tuple[dict[str, Any], int]:
-    """The rows of the last tick's view by path, and when it was written (see :func:`save_view`)."""
+def _trusted(vault: Path, note: Note, trusted_before: int) -> bool:
+    """A cached note may stand for its file: its mtime is safely older than the row's writing,
+    or (racily clean) the file's bytes still hash to it."""
+    return note.mtime_ns < trusted_before or _same_content(vault, note.path, note.size, note.sha1)
+
+
+def _view_file(vault: Path) -> tuple[str, int, tuple[Any, ...]] | None:
+    """The last tick's view (see :func:`save_view`): its key, when it was written, its rows."""
     raw = load_marshal(vault / VIEW_FILE)
     if not (isinstance(raw, tuple) and len(raw) == 4 and raw[0] == CACHE_KEY and isinstance(raw[2], int)
             and isinstance(raw[3], tuple)):
+        return None
+    return raw[1], raw[2], raw[3]
+
+
+def _view_rows(vault: Path) -> tuple[dict[str, Any], int]:
+    """The rows of the last tick's view by path, and when it was written."""
+    view = _view_file(vault)
+    if view is None:
         return {}, 0
-    return {row[_PATH_AT]: row for row in raw[3] if isinstance(row, tuple) and len(row) == len(_NOTE_NAMES)}, raw[2]
+    return {row[_PATH_AT]: row for row in view[2] if isinstance(row, tuple) and len(row) == len(_NOTE_NAMES)}, view[1]
 
 
 def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
@@ -220,7 +234,7 @@ VIEW_FILE = ".brain/tick-view"
 def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
     """Persist the notes a quiet tick needs (best effort: a missing view only costs a full scan).
 
-    ``key`` names the vault state they belong to (the tick's fingerprint of the files it left);
+    ``key`` names the vault state they belong to (the tick_id of the tick that left the files);
     the rows keep the order given, which is the scan's."""
     rows = tuple(_row_of(note) for note in notes if note.mtime_ns)
     with contextlib.suppress(OSError):
@@ -244,22 +258,20 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]]) -> 
     """The notes :func:`save_view` kept for ``key``, each still the file on disk (same size and
     mtime in ``listing``; a racily clean one confirmed by its hash), in the order saved; None
     when the view is missing, damaged, of another state, or any of its files differs."""
-    raw = load_marshal(vault / VIEW_FILE)
-    if not (isinstance(raw, tuple) and len(raw) == 4 and raw[0] == CACHE_KEY and raw[1] == key
-            and isinstance(raw[2], int) and isinstance(raw[3], tuple)):
+    view = _view_file(vault)
+    if view is None or view[0] != key:
         return None
-    trusted_before = raw[2] - RACY_SECONDS * 1_000_000_000
+    trusted_before = view[1] - RACY_SECONDS * 1_000_000_000
     notes: dict[str, Note] = {}
     loaded: dict[str, tuple[Note, tuple[Any, ...]]] = {}
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for row in raw[3]:
+        for row in view[2]:
             if not (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES)):
                 return None
             note = _note_of(row)
-            if listing.get(note.path) != (note.size, note.mtime_ns) or not (
-                    note.mtime_ns < trusted_before or _same_content(vault, note.path, note.size, note.sha1)):
+            if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, trusted_before):
                 return None
             notes[note.path] = note
             loaded[note.path] = (note, row)
@@ -366,8 +378,7 @@ def scan(
         for rel, st in listing if listing is not None else listing_of(vault, feed_dir):
             row: Any = cache.get(rel)
             since, from_view = later.get(rel), False
-            fits = (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) and row[_SIZE_AT] == st.st_size
-                    and row[_MTIME_AT] == st.st_mtime_ns)
+            fits = _matches(row, st)
             if not fits and rel in view:
                 row, since, from_view = view[rel], view_written, True
                 fits = _matches(row, st)
@@ -376,9 +387,7 @@ def scan(
                     note: Note | None = _note_of(row)
                 except (TypeError, ValueError):
                     note = None
-                trusted_before = racy_from if since is None else since - racy
-                if note is not None and (st.st_mtime_ns < trusted_before
-                                         or _same_content(vault, rel, note.size, note.sha1)):
+                if note is not None and _trusted(vault, note, racy_from if since is None else since - racy):
                     notes[rel] = note
                     if from_view:
                         viewed += 1  # a row from the view is new to the cache: saved as changed

@@ -10,7 +10,8 @@ wrote. Work is proportional to change:
 * an unchanged vault past that window is a *quiet* tick: it reads only the notes the last tick
   kept in its view (``.brain/tick-view``: every arc whose heat is above 0 or can still change,
   every note with signals, injects or problems, what the feed can list) and decides, writes and
-  verifies those; an arc that would move sends it back to the full scan (dashboards list all);
+  verifies those; an arc that moves gets its dashboard line patched (a dashboard it cannot
+  patch sends the tick back to the full scan);
 * the parse cache loads without parsing JSON, files are re-parsed only when their size or
   mtime changed, and only the arcs whose file changes are read;
 * dashboards are rendered only when what they list changed; the ``--no-ai`` candidate
@@ -303,8 +304,9 @@ def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: S
     ``partial``: the snapshot holds some of the vault's notes (a quiet tick): their entries go
     to the overlay, the base stays as it is until it is the smaller of the two."""
     live = sum(1 for d in decisions.arcs.values() if d.last_active is not None)
-    if decisions.remembered == live == (live if partial else len(before)) and not snapshot.delta \
-            and not (partial and any(d.changes_file for d in decisions.changed())):
+    # a quiet tick's memo is stale when it wrote an arc; a full tick's when the arcs are not the memo's
+    stale = any(d.changes_file for d in decisions.changed()) if partial else live != len(before)
+    if decisions.remembered == live and not snapshot.delta and not stale:
         return  # every arc came from the memo and none was written: it is still the one on disk
     memo = {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before).items()}
     digest = _settings_digest(s)
@@ -453,7 +455,7 @@ def _run(tick: _Tick) -> None:
         return
     tick.index_in_sync = state.get("index") is not None and state.get("index") == _index_stat(vault)
     memo = _load_memo(vault, s)
-    quiet = _quiet_view(tick, state, same, listing) if same else None
+    quiet = _quiet_view(tick, state, same, listing)
     patched: dict[str, str] | None = None
     if quiet is not None:
         decisions = decide(quiet.notes.values(), now, s, horizon=True, memo=memo)
@@ -479,8 +481,7 @@ def _run(tick: _Tick) -> None:
         # are patched, and their rows in the key replaced.
         dashboards_key = _dashboards_key_after(saved_key if isinstance(saved_key, str) else None,
                                                decisions.changed()) if patched else saved_key
-    elif same and isinstance(saved_key, str) and not any(
-            d.path != d.note.path or d.note.arc is None or d.status != d.note.arc.status for d in decisions.changed()):
+    elif same and isinstance(saved_key, str) and not any(d.relists for d in decisions.changed()):
         # The very files the last tick left, and no arc moves or changes status: the same dashboards.
         dashboards_key = saved_key
     else:
@@ -546,7 +547,7 @@ def _run(tick: _Tick) -> None:
         snapshot = dataclasses.replace(snapshot, raw={})
     if not dry_run and not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached
                                              or snapshot.stats.from_view):
-        save_cache(vault, snapshot.notes)  # a quiet tick's few writes are parsed again by the next full scan
+        save_cache(vault, snapshot.notes)  # a quiet tick's writes reach it from the view, at the next full scan
     if not dry_run:
         _save_memo(vault, s, final_plan.decisions, snapshot, now, memo, partial=tick.partial)
     report.verify.ms = round(_ms(t) - indexing, 2)
@@ -1025,7 +1026,7 @@ def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[
     cannot be read or lacks a line (the full tick renders them all)."""
     by_path: dict[str, list[ArcDecision]] = {}
     for d in decisions.changed():
-        if d.note.arc is not None and (d.path != d.note.path or d.status != d.note.arc.status):
+        if d.relists:
             by_path.setdefault(feed.dashboard_of(created_of(d.note).date().isoformat()), []).append(d)
     out: dict[str, str] = {}
     for path, group in sorted(by_path.items()):
