@@ -15,6 +15,7 @@ import sqlite3
 import tempfile
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -223,11 +224,11 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
     # The index the quiet ticks kept up to date (heat and status retagged in place) is the one a
     # rebuild from the files gives.
     assert _index_dump(quiet) == _rebuilt_index(quiet, tmp_path / "rebuilt")
-    # An edit sends the next tick to the full scan: what the quiet ticks wrote is not parsed again
-    # (the view holds those rows), only the edited file is.
-    edited = quiet / "clusters/2026-11-20/2026-11-20-delta-03.md"
-    with edited.open("a", encoding="utf-8") as handle:
-        handle.write("\nOperator note.\n")
+    # An edit to an arc's frontmatter (its title) sends the next tick to the full scan: what the
+    # quiet ticks wrote is not parsed again (the view holds those rows), only the edited file is.
+    edited = _find(quiet, "2026-11-20-delta-03")
+    edited.write_text(edited.read_text(encoding="utf-8").replace("title: delta 3\n", "title: delta three\n"),
+                      encoding="utf-8")
     after_edit = run_tick(s, t0 + QUIET_STEPS[-1] + timedelta(hours=2), no_ai=True, dry_run=False)
     assert after_edit.exit_code == 0 and not after_edit.keeper.quiet
     assert after_edit.keeper.parsed == 1, after_edit.keeper
@@ -281,3 +282,96 @@ def test_a_damaged_quiet_state_file_costs_a_full_scan_not_a_wrong_tick(tmp_path:
     assert warm_report.keeper.quiet == (damage == "heat-memo-delta")  # a bad overlay only loses its entries
     assert _files(vault) == _files(cold)
     assert warm_report.stats == cold_report.stats
+
+
+# --- a quiet tick with edits: the view plus the files changed since ------------------------------
+
+def _find(vault: Path, cid: str) -> Path:
+    return next(p for p in vault.rglob(f"{cid}.md") if ".brain" not in p.parts)
+
+
+def _append(vault: Path, cid: str, text: str) -> None:
+    with _find(vault, cid).open("a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _replace(vault: Path, cid: str, old: str, new: str) -> None:
+    path = _find(vault, cid)
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (cid, old)
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+LESSON = "\n<!-- @lesson -->\nRetry once, then page.\n<!-- @/lesson -->\n"
+#: Each step's edits, made the same way to both vaults, then both ticked at t0 + step; True: the
+#: quiet tick takes them up (body edits, operator notes), False: they send it to the full scan.
+EDITS: tuple[tuple[timedelta, list[Any], bool], ...] = (
+    (timedelta(hours=2), [(_append, "2026-11-20-alpha-00", "\nOperator note.\n"),
+                          (_append, "2026-11-20-delta-21", "\nStill open.\n"),
+                          (_append, "2026-11-20-delta-05", "\nChecked.\n")], True),
+    (timedelta(hours=4), [(_append, "2026-11-20-delta-22", LESSON), ("new", "notes/plan.md", "# Plan" + LESSON)], True),
+    (timedelta(hours=13), [("delete", "notes/plan.md"), (_append, "2026-11-20-alpha-05", "\nMore.\n")], True),
+    (timedelta(hours=26), [(_replace, "2026-11-20-beta-02", "title: beta work 2\n", "title: beta, renamed\n")],
+     False),
+    (timedelta(hours=50), [(_append, "2026-11-20-delta-23", "\n<!-- @signal severity=warning source=db -->\n"
+                                                           "Replica lag.\n<!-- @/signal -->\n"),
+                           (_append, "2026-11-20-gamma-01", "\nNoted.\n")], True),
+    (timedelta(days=4), [(_replace, "2026-11-20-delta-22", LESSON, "\n")], True),
+    (timedelta(days=6), [(_append, "2026-11-20-alpha-03", "\n<!-- @edge type=related target=2026-11-20-beta-01 -->\n")],
+     False),
+    (timedelta(days=8), [("arc", "2026-11-20-epsilon-00")], False),
+    (timedelta(days=31), [(_append, "2026-11-20-delta-20", "\nArchived.\n"),
+                          (_append, "2026-11-20-beta-04", "\nClosed.\n")], True),
+)
+
+
+def _edit(vault: Path, edit: list[Any], now: str) -> None:
+    kind, *args = edit
+    if kind == "new":
+        (vault / args[0]).write_text(args[1], encoding="utf-8")
+    elif kind == "delete":
+        (vault / args[0]).unlink()
+    elif kind == "arc":
+        write_arc(vault, "clusters/2026-11-20", args[0], title="epsilon work", created=now, last_active=now,
+                  extra={"project": "epsilon", "cwd": "/work/epsilon"})
+    else:
+        kind(vault, *args)
+
+
+def test_a_quiet_tick_with_edits_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
+    """Files edited between ticks: the quiet tick parses only those and runs on the view (body
+    edits, lessons, signals, operator notes added and deleted), or takes the full scan when an
+    edit reaches beyond its note (a title, an edge, a new arc); either way every file, stat,
+    problem and change is the full scan's, and the search index is a rebuild's."""
+    quiet = init_vault(tmp_path / "quiet")
+    _quiet_vault(quiet)
+    s = Settings(vault=quiet, conscious_cap=4)
+    t0 = require_instant(NOW)
+    assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
+    full = tmp_path / "full"
+    shutil.copytree(quiet, full, symlinks=True)
+    for step, edits, takes_up in EDITS:
+        for vault in (quiet, full):
+            for edit in edits:
+                _edit(vault, edit, iso(t0 + step - timedelta(hours=1)))
+        (full / ".brain" / "tick-view").unlink(missing_ok=True)  # no view: the full scan
+        a = run_tick(s, t0 + step, no_ai=True, dry_run=False)
+        b = run_tick(Settings(vault=full, conscious_cap=4), t0 + step, no_ai=True, dry_run=False)
+        assert a.exit_code == b.exit_code == 0, (step, a.as_dict(), b.as_dict())
+        assert a.keeper.quiet == takes_up and not b.keeper.quiet, (step, a.keeper)
+        if takes_up:
+            assert a.keeper.parsed == len({e[1] for e in edits if e[0] != "delete"}), (step, a.keeper)
+        assert _files(quiet) == _files(full), step
+        assert a.stats == b.stats, step
+        assert _problems(a) == _problems(b), step
+        assert sorted(a.result.written) == sorted(b.result.written), step
+        assert sorted(a.result.moved) == sorted(b.result.moved), step
+        keys = [json.loads((v / ".brain" / "tick-state.json").read_text())["dashboards"] for v in (quiet, full)]
+        assert keys[0] == keys[1], step
+        assert _index_dump(quiet) == _index_dump(full), step
+    assert _index_dump(quiet) == _rebuilt_index(quiet, tmp_path / "rebuilt")
+    # The full scan after those quiet ticks takes the rows of the files they parsed from the view.
+    (quiet / ".brain" / "tick-view").unlink()
+    again = run_tick(s, t0 + EDITS[-1][0], no_ai=True, dry_run=False)
+    assert again.exit_code == 0 and again.keeper.parsed == 0, again.keeper
+    assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()

@@ -20,10 +20,10 @@ import hashlib
 import marshal
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from brain.core.markers import Marker
 from brain.core.model import Activity, ArcInfo, Note, Problem, built, field_names
@@ -254,10 +254,14 @@ def drop_view(vault: Path) -> None:
         (vault / VIEW_FILE).unlink(missing_ok=True)
 
 
-def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]]) -> dict[str, Note] | None:
+def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]], *,
+              changed: Collection[str] = frozenset(), before: dict[str, Note] | None = None) -> dict[str, Note] | None:
     """The notes :func:`save_view` kept for ``key``, each still the file on disk (same size and
     mtime in ``listing``; a racily clean one confirmed by its hash), in the order saved; None
-    when the view is missing, damaged, of another state, or any of its files differs."""
+    when the view is missing, damaged, of another state, or any of its files differs.
+
+    ``changed``: paths known to differ from the view (edited or deleted since): their notes go
+    to ``before`` as the view held them, not to the result."""
     view = _view_file(vault)
     if view is None or view[0] != key:
         return None
@@ -271,6 +275,10 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]]) -> 
             if not (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES)):
                 return None
             note = _note_of(row)
+            if note.path in changed:
+                if before is not None:
+                    before[note.path] = note
+                continue
             if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, trusted_before):
                 return None
             notes[note.path] = note
@@ -283,6 +291,46 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]]) -> 
     _LOADED.clear()  # the rows a later save (of the view) reuses for the notes it did not change
     _LOADED.update(loaded)
     return notes
+
+
+def cache_stamp(vault: Path) -> list[list[int] | None]:
+    """Size and mtime of the parse cache's files (base, overlay; None: missing): a later tick
+    that relies on the cache as a tick left it compares them."""
+    stamps: list[list[int] | None] = []
+    for rel in (CACHE_FILE, OVERLAY_FILE):
+        try:
+            st = os.stat(os.path.join(vault, rel))
+        except OSError:
+            stamps.append(None)
+            continue
+        stamps.append([st.st_size, st.st_mtime_ns])
+    return stamps
+
+
+def cached_notes(vault: Path, stats: Mapping[str, tuple[int, int]]) -> dict[str, Note] | None:
+    """The parse cache's notes of ``stats``' paths (path -> size, mtime), each as the file stood
+    with that size and mtime; None when the cache lacks one of them or holds another version."""
+    cache, written, _ = _load_cache(vault)
+    if not written:
+        return None
+    found: dict[str, Note] = {}
+    try:
+        for rel, (size, mtime) in stats.items():
+            row = cache.get(rel)
+            if not (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) and row[_SIZE_AT] == size
+                    and row[_MTIME_AT] == mtime):
+                return None
+            found[rel] = _note_of(row)
+    except (TypeError, ValueError):
+        return None
+    return found
+
+
+def parse_files(vault: Path, stats: Mapping[str, tuple[int, int]], max_note_bytes: int,
+                keep: dict[str, bytes] | None = None) -> dict[str, Note]:
+    """Each of ``stats``' files (path -> size, mtime as listed) parsed as the scan parses it."""
+    return {rel: _parse_file(vault, rel, Listed(size, mtime), max_note_bytes, keep, False)
+            for rel, (size, mtime) in stats.items()}
 
 
 def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:
@@ -337,6 +385,13 @@ def feed_relative(vault: Path, feed_dir: Path) -> str | None:
             continue
         return rel if rel != "." else None
     return None
+
+
+class Listed(NamedTuple):
+    """The two fields of a stat the scanner reads, for a file listed earlier (size, mtime)."""
+
+    st_size: int
+    st_mtime_ns: int
 
 
 def listing_of(vault: Path, feed_dir: Path) -> list[tuple[str, os.stat_result]]:

@@ -40,7 +40,7 @@ from typing import Any, cast
 from brain import __version__
 from brain.core import feed
 from brain.core.candidates import candidate_report
-from brain.core.heat import created_of, forget_inputs
+from brain.core.heat import created_of, forget_inputs, last_active_of
 from brain.core.inbox import INBOX
 from brain.core.keeper import (
     ArcDecision,
@@ -60,11 +60,15 @@ from brain.io import writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
 from brain.io.transaction import Transaction, preview, transaction
 from brain.io.vault import (
+    Listed,
+    cache_stamp,
+    cached_notes,
     drop_view,
     feed_relative,
     listing_of,
     load_marshal,
     load_view,
+    parse_files,
     read_file,
     read_stamped,
     read_texts,
@@ -355,6 +359,8 @@ class _Tick:
     index_stat: list[int] | None = None  # the index file after this tick's refresh (for the state)
     #: Arcs the keeper rewrote in place touching only heat and status: path -> sha1 before, after.
     retagged: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: What the files a quiet tick took up since the last tick add to the whole vault's stats.
+    counted: dict[str, int] = field(default_factory=dict)
 
     @property
     def vault(self) -> Path:
@@ -449,13 +455,14 @@ def _run(tick: _Tick) -> None:
     t = time.perf_counter()
     listing = {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, tick.feed_dir)}
     state = _load_state(vault)
-    same = _same_files(tick, state, listing)
+    saved = _saved_listing(tick, state)
+    same = saved == listing
     if tick.ai_phase is None and not tick.keeper_only and not report.problems and _fast_path(tick, state, same,
                                                                                                 len(listing), t):
         return
     tick.index_in_sync = state.get("index") is not None and state.get("index") == _index_stat(vault)
     memo = _load_memo(vault, s)
-    quiet = _quiet_view(tick, state, same, listing)
+    quiet = _quiet_view(tick, state, saved, listing)
     patched: dict[str, str] | None = None
     if quiet is not None:
         decisions = decide(quiet.notes.values(), now, s, horizon=True, memo=memo)
@@ -466,9 +473,10 @@ def _run(tick: _Tick) -> None:
         tick.partial = True
         snapshot = quiet
         report.problems.extend(snapshot.problems)
+        report.delta = snapshot.delta  # the files edited since the last tick (a quiet tick with changes)
     else:
         snapshot = scan(vault, feed_dir=tick.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
-                        listing=[(rel, _Stat(size, mtime)) for rel, (size, mtime) in listing.items()],
+                        listing=[(rel, Listed(size, mtime)) for rel, (size, mtime) in listing.items()],
                         keep_bytes=not dry_run)
         report.problems.extend(snapshot.problems)
         report.delta = snapshot.delta
@@ -502,7 +510,8 @@ def _run(tick: _Tick) -> None:
     elif tick.ai_phase is None:
         for name in ("prompt", "llm", "apply"):
             report.ai_phases[name] = {"skipped": tick.skip_reason}
-        tick.candidates_key, candidates = _candidates(snapshot, state, same_files=same)
+        # A quiet tick's arcs are the last tick's by construction (changed files keep their standing).
+        tick.candidates_key, candidates = _candidates(snapshot, state, same_files=same or tick.partial)
         report.ai_phases["prompt"].update(candidates)
     else:
         outcome = tick.ai_phase(s, snapshot, kplan, now, tick.tx.journal if tick.tx else None, dry_run)
@@ -572,21 +581,14 @@ def _run(tick: _Tick) -> None:
     })
     if tick.partial:  # counted over every note: a quiet tick's edits (heat, status, cleared signals) keep them
         whole = state.get("stats", {})
-        report.stats.update({key: int(whole.get(key, 0)) for key in ("arcs", "lessons", "edges")})
+        report.stats.update({key: int(whole.get(key, 0)) + tick.counted.get(key, 0)
+                             for key in ("arcs", "lessons", "edges")})
     if not dry_run:
         writer.prune_journals(vault, s.journal_keep)
         _save_state(tick, listing, snapshot, final,
                     dashboards_key if final is kplan.decisions else _dashboards_key(final),
                     view=snapshot.notes.values() if tick.partial else _view_notes(snapshot, final,
                                                                                   final_plan.feed_reads))
-
-
-@dataclass(frozen=True)
-class _Stat:
-    """The two fields of a stat the scanner reads (the listing was taken once, as pairs)."""
-
-    st_size: int
-    st_mtime_ns: int
 
 
 def _after_scan(tick: _Tick, snapshot: Snapshot) -> None:
@@ -937,13 +939,17 @@ def _publish_alarms(tick: _Tick, snapshot: Snapshot) -> None:
                                        f"amygdala publish failed ({published.error}); the next tick publishes"))
 
 
-def _same_files(tick: _Tick, state: Mapping[str, Any], listing: Listing) -> bool:
-    """The vault holds the very files the last tick left (same paths, sizes, mtimes), under the
-    same settings and code, with the feed folder as it left it."""
+def _saved_listing(tick: _Tick, state: Mapping[str, Any]) -> Listing | None:
+    """The files the last tick left (path -> size, mtime), when this tick runs under the same
+    settings and code, with the feed folder as it left it; None otherwise. Equal to this tick's
+    listing: the vault holds the very files the last tick left."""
     if state.get("fingerprint") != fingerprint(tick.s, tick.feed_dir):
-        return False
+        return None
     saved = load_marshal(tick.vault / LISTING_FILE)
-    return isinstance(saved, tuple) and len(saved) == 2 and saved[0] == state.get("tick_id") and saved[1] == listing
+    if isinstance(saved, tuple) and len(saved) == 2 and saved[0] == state.get("tick_id") \
+            and isinstance(saved[1], dict):
+        return cast(Listing, saved[1])
+    return None
 
 
 def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, started: float) -> bool:
@@ -991,6 +997,7 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         "candidates": {"key": key, "report": {k: v for k, v in prompt.items() if k.startswith("candidates")}},
         "dashboards": dashboards,
         "index": tick.index_stat,
+        "cache": cache_stamp(vault),
     }
     if view is None:
         drop_view(vault)
@@ -1041,26 +1048,100 @@ def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[
     return out
 
 
-def _quiet_view(tick: _Tick, state: Mapping[str, Any], same: bool, listing: Listing) -> Snapshot | None:
+def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, listing: Listing) -> Snapshot | None:
     """The last tick's view as a snapshot, when this tick may run on it: the files are the ones
-    the last tick left (:func:`_same_files`), no AI, no inbox notes to drain (their target is the
-    hottest arc of all), the search index as it was left, and the view intact."""
+    the last tick left (:func:`_saved_listing`) or few of them changed (:func:`_delta_view`), no
+    AI, no inbox notes to drain (their target is the hottest arc of all), the search index as it
+    was left, and the view intact."""
     if tick.ai_phase is not None or tick.keeper_only or tick.report.dry_run or tick.report.problems:
         return None
     since = parse_instant(state.get("now"))
     candidates = state.get("candidates")
-    if (not same or not tick.index_in_sync or since is None or tick.now < since
+    if (saved is None or not tick.index_in_sync or since is None or tick.now < since
             or not isinstance(state.get("stats"), dict)
             or not (isinstance(candidates, dict) and isinstance(candidates.get("report"), dict))):
         return None
     if any(rel.startswith(INBOX + "/") for rel in listing):
         return None
     started = time.perf_counter()
-    notes = load_view(tick.vault, str(state.get("tick_id")), listing)
+    key = str(state.get("tick_id"))
+    if saved != listing:
+        # Old versions of edited files come from the parse cache: it must be the one the last tick left.
+        if state.get("cache") != cache_stamp(tick.vault):
+            return None
+        return _delta_view(tick, key, saved, listing, started)
+    notes = load_view(tick.vault, key, listing)
     if notes is None:
         return None
     return Snapshot(tick.vault, notes, tuple(p for note in notes.values() for p in note.problems),
                     ScanStats(len(listing), 0, len(notes), (time.perf_counter() - started) * 1000), ScanDelta())
+
+
+#: A quiet tick takes up files edited since the last tick while they are at most this share of
+#: the vault (or :data:`DELTA_MIN` files); beyond, the full scan is the cheaper path.
+DELTA_SHARE, DELTA_MIN = 0.05, 64
+
+
+def _delta_view(tick: _Tick, key: str, saved: Listing, listing: Listing, started: float) -> Snapshot | None:
+    """The last tick's view with the files edited, added or deleted since folded in, when none of
+    those edits can reach beyond its own note (:func:`_same_standing`): the dashboards, the
+    candidate pairs and every feed ranking stay what they were, and the notes outside the view
+    keep heat 0 and their place. Only the edited files are parsed; their old versions come from
+    the view or the parse cache (what the last full tick saw: a later tick rewrote only notes of
+    its view). The lessons and edges they add or drop go to :attr:`_Tick.counted`."""
+    changed = {rel: stat for rel, stat in listing.items() if saved.get(rel) != stat}
+    removed = [rel for rel in saved if rel not in listing]
+    if len(changed) + len(removed) > max(DELTA_MIN, int(len(listing) * DELTA_SHARE)):
+        return None
+    gone = frozenset(changed).union(removed)
+    if any(rel.endswith("/_dashboard.md") for rel in gone):
+        return None  # the full tick renders dashboards an operator edited or deleted
+    before: dict[str, Note] = {}
+    notes = load_view(tick.vault, key, listing, changed=gone, before=before)
+    if notes is None:
+        return None
+    older = {rel: saved[rel] for rel in gone if rel in saved and rel not in before}
+    if older:
+        cached = cached_notes(tick.vault, older)
+        if cached is None:
+            return None
+        before.update(cached)
+    raw: dict[str, bytes] = {}
+    fresh = parse_files(tick.vault, changed, tick.s.max_note_bytes, raw)
+    counted = Counter[str]()
+    for rel in gone:
+        old, new = before.get(rel), fresh.get(rel)
+        if not _same_standing(old, new):
+            return None
+        for note, sign in ((old, -1), (new, 1)):
+            for marker in note.markers if note is not None else ():
+                if marker.type in ("lesson", "edge"):
+                    counted[f"{marker.type}s"] += sign
+    tick.counted = dict(counted)
+    notes.update(fresh)
+    ordered = {rel: notes[rel] for rel in listing if rel in notes}  # the scan's order
+    return Snapshot(tick.vault, ordered, tuple(p for note in ordered.values() for p in note.problems),
+                    ScanStats(len(listing), len(fresh), len(listing) - len(fresh),  # the rest stand as parsed
+                              (time.perf_counter() - started) * 1000),
+                    ScanDelta(tuple(sorted(changed)), tuple(sorted(removed))), raw)
+
+
+def _same_standing(old: Note | None, new: Note | None) -> bool:
+    """An edit (``old`` -> ``new``; None: no file) that reaches no note but its own: both are not
+    arcs (a note outside the compartments, an unparsable one, none), or both are the same arc by
+    every fact read outside it (its frontmatter, its dates and its edges), so its dashboard line,
+    candidate row and rank in every feed stay as they were. A new or deleted arc is not."""
+    if old is None or new is None:
+        only = new if old is None else old
+        return only is None or only.arc is None
+    if old.arc is None or new.arc is None:
+        return old.arc is None and new.arc is None
+    return (old.arc == new.arc and created_of(old) == created_of(new) and last_active_of(old) == last_active_of(new)
+            and _edges(old) == _edges(new))
+
+
+def _edges(note: Note) -> list[str | None]:
+    return [m.attr("target") for m in note.markers if m.type == "edge"]
 
 
 def _listing_after(listing: Listing, snapshot: Snapshot, result: writer.ApplyResult) -> Listing:
