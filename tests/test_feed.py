@@ -392,3 +392,19 @@ def test_recent_work_rows_are_five_projects_and_shared_commands_come_first() -> 
     commands = next(line for line in text.splitlines() if line.startswith("- Commands lately:"))
     assert commands.startswith("- Commands lately: `uv run pytest`, `tool8 run`")  # three projects ran it
     assert "`tool0 run`" in commands  # older projects' commands still count
+
+
+def test_files_read_in_installed_dependencies_rank_after_the_projects_own() -> None:
+    # spotter (real logs): an agent reading OpenTelemetry's sources under deps/ filled the arc's
+    # first files; the project's own modules came after them.
+    from brain.core.arc_text import work_keys
+    from brain.core.session import Session
+
+    at = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    session = Session("s", "claude-code", "spotter", "/home/u/spotter", "main", at, at, 3, 3, 9, (), (), "go", "go",
+                      0, 0, 0, 0, files_edited=(("lib/spotter/otel.ex", 1),),
+                      files_read=(("deps/opentelemetry_api/src/otel_span.erl", 5), ("node_modules/x/index.js", 4),
+                                  (".venv/lib/python3.12/site-packages/y.py", 4), ("lib/spotter/session.ex", 1)))
+    assert work_keys([session])["files"] == [
+        "lib/spotter/otel.ex", "lib/spotter/session.ex", "deps/opentelemetry_api/src/otel_span.erl",
+        ".venv/lib/python3.12/site-packages/y.py", "node_modules/x/index.js"]

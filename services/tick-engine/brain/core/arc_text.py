@@ -78,6 +78,17 @@ GENERIC_FILES = frozenset({
     "__init__.py", "setup.py", "setup.cfg", "Cargo.toml", "go.mod", "Makefile", ".gitignore", "LICENSE",
     "CHANGELOG.md", "CONTRIBUTING.md", "tsconfig.json", "requirements.txt", "uv.lock", "mix.exs", "mix.lock",
 })
+#: Folders that hold installed dependencies, not the project's code: a file an agent read there
+#: (to see how a library works) ranks after the project's own files.
+DEPENDENCY_FOLDERS = frozenset({
+    "node_modules", "deps", "_build", "vendor", "site-packages", "dist-packages", ".venv", "venv",
+    "bower_components", "Pods",
+})
+
+
+def in_dependencies(path: str) -> bool:
+    """``deps/opentelemetry_api/src/otel_span.erl``, ``.venv/lib/…/site-packages/x.py``."""
+    return any(part in DEPENDENCY_FOLDERS for part in path.replace("\\", "/").split("/")[:-1])
 
 
 # ----------------------------------------------------------------------------- naming
@@ -343,9 +354,10 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
         for position, token in enumerate(session.identifiers):
             idents[token] += max(1, len(session.identifiers) - position)
     ranked = _rank(edited) + [p for p in _rank(read) if p not in edited]
-    # Repo files first; generic names (README.md, package.json …) and paths outside the repo last.
+    # Repo files first; installed dependencies, generic names (README.md, package.json …) and
+    # paths outside the repo last.
     cwd = next((s.cwd.replace("\\", "/") for s in reversed(sessions) if s.cwd), "")
-    files = sorted(ranked, key=lambda p: (_foreign(p, cwd), p.rsplit("/", 1)[-1] in GENERIC_FILES))
+    files = sorted(ranked, key=lambda p: (_foreign(p, cwd), in_dependencies(p), p.rsplit("/", 1)[-1] in GENERIC_FILES))
     keys: dict[str, Any] = {
         "files": _merge((_one_line(f, 300) for f in files), _strings(earlier.get("files")), FILES_KEPT),
         "commands": _merge((_one_line(c, 120) for c in _rank(commands)), _strings(earlier.get("commands")),
