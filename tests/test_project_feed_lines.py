@@ -160,20 +160,3 @@ def test_used_here_is_two_dense_lines_files_then_the_rest() -> None:
         "- Files: " + ", ".join(f"`{f}`" for f in files),
         "- Commands: `mix test`, `bd show`; identifiers: `spotter-dov`; errors seen: `ArgumentError`",
     ]
-
-
-def test_a_folder_of_single_prompt_sessions_also_gets_the_work_elsewhere() -> None:
-    # claude_p (real logs): three one-question runs, then a session exploring the operator's
-    # other repository; nothing of its own to hand off, so the rows a new project gets follow.
-    def scratch(turns: int) -> Note:
-        return arc_note("2026-11-21-b-0123456789d1", title="What tools do you have?", project="alpha",
-                        source_sessions=["s1", "s2"], activity={"sessions": 2, "user_turns": turns})
-    elsewhere = arc_note("2026-11-20-a-0123456789d2", title="Cache the parsed transcripts", project="beta",
-                         created="2026-11-20T09:00:00Z", last_active="2026-11-20T12:00:00Z",
-                         files=["lib/cache.py", "lib/renderer.py"], activity={"sessions": 1, "user_turns": 6})
-    text = rendered([scratch(2), elsewhere])
-    assert "## Recent work elsewhere" in text
-    assert lines_starting(text, "- 2026-11-20 · beta · ") == [
-        "- 2026-11-20 · beta · Cache the parsed transcripts; files: `lib/cache.py`, `lib/renderer.py`"]
-    # a project with a conversation of its own keeps to itself
-    assert "beta" not in rendered([scratch(5), elsewhere])

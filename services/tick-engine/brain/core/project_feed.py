@@ -17,9 +17,7 @@ order, and only the sections that have something to say:
 5. used here recently: files (one line), then commands, identifiers and errors (one line),
    aggregated over the recent arcs and ranked; an identifier the files or commands name, or
    an error name a lesson or the handoff gives, is not repeated, and an empty list says nothing;
-6. injected context: this project's ``@inject`` blocks, operator notes', and ``target=all``;
-7. recent work elsewhere, only for a project whose sessions each asked one prompt (a scratch or
-   ``claude -p`` folder, :func:`only_single_prompts`): the rows a new project gets, cut first.
+6. injected context: this project's ``@inject`` blocks, operator notes', and ``target=all``.
 
 Each file is fitted to ``feed_token_budget`` on its own (it replaces the global feed for
 that session) with the shared cut of :mod:`brain.core.feed_file`.
@@ -73,14 +71,13 @@ RANK_RECENT = 25  # recent-work.md rows, in the global cut order
 RANK_LESSON = 45
 RANK_ARC, RANK_COMMANDS, RANK_FILES, RANK_HANDOFF = 55, 57, 58, RANK_HOT + 5
 
-HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED, ELSEWHERE = (
+HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
     "",
     "Signals",
     "Recent work here",
     "Lessons and decisions",
     "Used here recently",
     "Injected context",
-    "Recent work elsewhere",
 )
 #: The global ``recent-work.md`` (sessions outside every known project): its rows.
 RECENT_WORK, RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = "recent-work.md", 5, AGGREGATE_ARCS
@@ -322,11 +319,13 @@ def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[Project
     return every
 
 
-def recent_work_items(latest: Sequence[ProjectArc], section: str = "") -> list[FeedItem]:
-    """The latest real work across projects: one row per project, most recently active first:
-    its latest arc and the files its recent arcs worked on most, so one busy project does not
-    fill the list; then the commands and errors, those several projects share first."""
-    items: list[FeedItem] = []
+def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> FeedFile:
+    """``recent-work.md``: the latest real work across projects, for a session outside every
+    known project (the global feed). One row per project, most recently active first: its
+    latest arc and the files its recent arcs worked on most, so one busy project does not fill
+    the list; then the commands and errors, those several projects share first."""
+    feed = FeedFile(RECENT_WORK, "Recent Work", 6, "info", date, s.feed_ttl_seconds,
+                    "# Recent work across projects\n")
     per_project: dict[str, list[ProjectArc]] = {}
     for pa in latest[:RECENT_WORK_AGGREGATE]:
         per_project.setdefault(pa.arc.project or "", []).append(pa)
@@ -334,33 +333,16 @@ def recent_work_items(latest: Sequence[ProjectArc], section: str = "") -> list[F
     for arcs in list(per_project.values())[:RECENT_WORK_PROJECTS]:
         files = [f for f in ranked((files_in_play(pa.arc) for pa in arcs), ARC_FILES)]
         if adds_something(arcs[0], listed, files):
-            items.append(FeedItem(arc_line(arcs[0], with_project=True, files=files), RANK_RECENT, section=section))
+            feed.items.append(FeedItem(arc_line(arcs[0], with_project=True, files=files), RANK_RECENT))
         listed.update(files)
     commands = shared_first([ranked((pa.arc.commands for pa in arcs), MAX_COMMANDS) for arcs in per_project.values()],
                             MAX_COMMANDS)
     if commands:
-        items.append(FeedItem(f"- Commands lately: {code_list(_text(c, 80) for c in commands)}", RANK_RECENT,
-                              section=section))
+        feed.items.append(FeedItem(f"- Commands lately: {code_list(_text(c, 80) for c in commands)}", RANK_RECENT))
     errors = shared_first([error_names(arcs) for arcs in per_project.values()], MAX_ERROR_NAMES)
     if errors:
-        items.append(FeedItem(f"- Errors lately: {code_list(errors)}", RANK_RECENT, section=section))
-    return items
-
-
-def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> FeedFile:
-    """``recent-work.md``: :func:`recent_work_items`, for a session outside every known project
-    (the global feed)."""
-    feed = FeedFile(RECENT_WORK, "Recent Work", 6, "info", date, s.feed_ttl_seconds,
-                    "# Recent work across projects\n")
-    feed.items = recent_work_items(latest)
+        feed.items.append(FeedItem(f"- Errors lately: {code_list(errors)}", RANK_RECENT))
     return feed
-
-
-def only_single_prompts(arcs: Sequence[ProjectArc]) -> bool:
-    """Every session of the project asked one question and stopped (a scratch folder, ``claude -p``
-    experiments): it has no work of its own to hand off, and what its next session looks into is
-    as likely the operator's work elsewhere, so its feed carries that too, like a new project's."""
-    return all(pa.arc.activity.user_turns <= max(1, pa.arc.session_count) for pa in arcs)
 
 
 def lesson_list(texts: Sequence[str]) -> str:
@@ -501,10 +483,7 @@ def routed_for(project: str, routed: Sequence[Routed], section: str) -> list[Fee
 
 
 def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Sequence[Routed],
-                 injects: Sequence[Routed], s: Settings, date: str,
-                 latest: Sequence[ProjectArc] = ()) -> FeedFile:
-    """One project's feed (``latest``: every project's real work, newest first, for a project
-    with :func:`only_single_prompts`)."""
+                 injects: Sequence[Routed], s: Settings, date: str) -> FeedFile:
     base = name.rsplit("/", 1)[-1].removesuffix(".md")  # YAML-safe, unlike a project name
     feed = FeedFile(name, f"Project {base}", PRIORITY, "info", date, s.feed_ttl_seconds,
                     f"# {cut(redact(project), 80)}: where we left off\n", budgeted=False)
@@ -517,8 +496,6 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     rows, on_rows = recent_work(arcs, learned)
     above = [*handoff(project, arcs), *signal_items, *rows, *lessons(arcs, learned, on_rows)]
     feed.items = [*above, *used_here(arcs, above), *inject_items]
-    if only_single_prompts(arcs):
-        feed.items += recent_work_items([pa for pa in latest if (pa.arc.project or "").strip() != project], ELSEWHERE)
     fit_budget([feed], 0, s.feed_token_budget)
     return feed
 
@@ -580,9 +557,8 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
                   injects: Sequence[Routed], now: datetime, s: Settings, date: str) -> list[FeedFile]:
     """Every project's feed file, then the index (always written, so the hook knows the feed's age)."""
     names = file_names(by_project)
-    latest = latest_real_arcs(by_project)
     files = [
-        project_file(project, names[project], by_project[project], signals, injects, s, date, latest)
+        project_file(project, names[project], by_project[project], signals, injects, s, date)
         for project in sorted(by_project)
     ]
     files.append(index_file(names, by_project, now, s, date))
