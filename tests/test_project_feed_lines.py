@@ -160,3 +160,15 @@ def test_used_here_is_two_dense_lines_files_then_the_rest() -> None:
         "- Files: " + ", ".join(f"`{f}`" for f in files),
         "- Commands: `mix test`, `bd show`; identifiers: `spotter-dov`; errors seen: `ArgumentError`",
     ]
+
+
+def test_used_here_lists_the_projects_own_files_before_installed_dependencies_across_arcs() -> None:
+    """spotter (real logs): OpenTelemetry's sources under deps/, read in the latest arc, took the
+    places of an older arc's modules (lib/spotter/transcripts/session.ex) in the 60 files listed."""
+    in_play = [f"lib/spotter/telemetry/otel_{i}.ex" for i in range(8)]
+    latest = arc_note("2026-11-21-b-0123456789d6", title="Tracing",
+                      files=[*in_play, "deps/opentelemetry_api/src/otel_span.erl", "mix.exs"])
+    older = arc_note("2026-11-19-a-0123456789d7", title="Sessions", created="2026-11-19T09:00:00Z",
+                     last_active="2026-11-19T10:00:00Z", files=["lib/spotter/transcripts/session.ex"])
+    assert lines_starting(rendered([latest, older]), "- Files:") == [
+        "- Files: `lib/spotter/transcripts/session.ex`, `mix.exs`, `deps/opentelemetry_api/src/otel_span.erl`"]

@@ -58,7 +58,7 @@ from brain.core.sections import append_to_section
 from brain.core.session import Lesson, Session, is_joyful
 from brain.core.text import error_names
 from brain.core.timeutil import iso, parse_instant
-from brain.core.worklog import identifiers, sibling_folder
+from brain.core.worklog import GENERIC_FILES, identifiers, in_dependencies, sibling_folder
 from brain.settings import Settings
 
 TITLE_CHARS = 70
@@ -72,25 +72,6 @@ FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 60, 
 ERROR_CHARS, LAST_PROMPT_CHARS = 120, 200
 WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "errors_met", "identifiers", "last_prompt",
              "last_state")
-#: Files every project has; they rank after the project's own files.
-GENERIC_FILES = frozenset({
-    "README.md", "README", "CLAUDE.md", "AGENTS.md", "package.json", "package-lock.json", "pyproject.toml",
-    "__init__.py", "setup.py", "setup.cfg", "Cargo.toml", "go.mod", "Makefile", ".gitignore", "LICENSE",
-    "CHANGELOG.md", "CONTRIBUTING.md", "tsconfig.json", "requirements.txt", "uv.lock", "mix.exs", "mix.lock",
-})
-#: Folders that hold installed dependencies, not the project's code: a file an agent read there
-#: (to see how a library works) ranks after the project's own files.
-DEPENDENCY_FOLDERS = frozenset({
-    "node_modules", "deps", "_build", "vendor", "site-packages", "dist-packages", ".venv", "venv",
-    "bower_components", "Pods",
-})
-
-
-def in_dependencies(path: str) -> bool:
-    """``deps/opentelemetry_api/src/otel_span.erl``, ``.venv/lib/…/site-packages/x.py``."""
-    return any(part in DEPENDENCY_FOLDERS for part in path.replace("\\", "/").split("/")[:-1])
-
-
 # ----------------------------------------------------------------------------- naming
 
 

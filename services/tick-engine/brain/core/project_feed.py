@@ -47,7 +47,7 @@ from brain.core.redaction import redact
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
 from brain.core.vocab import TOMBSTONE_STATUSES
-from brain.core.worklog import sibling_folder
+from brain.core.worklog import own_files_first, sibling_folder
 from brain.settings import Settings
 
 FOLDER = "projects"
@@ -436,8 +436,10 @@ def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[Fe
     window = arcs[:AGGREGATE_ARCS]
     items = []
     shown = set(files_in_play(arcs[0].arc)) if arcs else set()
-    files = [f for f in ranked((pa.arc.files for pa in window), MAX_FILES + len(shown))
-             if f not in shown and not f.startswith(SCRATCH_PREFIXES)][:MAX_FILES]
+    # Ranked over the arcs, then the project's own files before installed dependencies (as in
+    # each arc): a library's sources read in the latest arc do not push out an older arc's modules.
+    every = ranked((pa.arc.files for pa in window), MAX_FILES * len(window))
+    files = own_files_first(f for f in every if f not in shown and not f.startswith(SCRATCH_PREFIXES))[:MAX_FILES]
     if files:
         items.append(FeedItem(f"- Files: {code_list(_text(f, 100) for f in files)}", RANK_FILES, section=USED))
     commands = ranked((pa.arc.commands for pa in window), MAX_COMMANDS)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from brain.core.lessons import LessonMiner
@@ -364,6 +365,32 @@ _DRIVE = re.compile(r"^[A-Za-z]:/")
 
 
 _ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:/)")
+
+
+#: Files every project has; they rank after the project's own files.
+GENERIC_FILES = frozenset({
+    "README.md", "README", "CLAUDE.md", "AGENTS.md", "package.json", "package-lock.json", "pyproject.toml",
+    "__init__.py", "setup.py", "setup.cfg", "Cargo.toml", "go.mod", "Makefile", ".gitignore", "LICENSE",
+    "CHANGELOG.md", "CONTRIBUTING.md", "tsconfig.json", "requirements.txt", "uv.lock", "mix.exs", "mix.lock",
+})
+#: Folders that hold installed dependencies, not the project's code: a file an agent read there
+#: (to see how a library works) ranks after the project's own files.
+DEPENDENCY_FOLDERS = frozenset({
+    "node_modules", "deps", "_build", "vendor", "site-packages", "dist-packages", ".venv", "venv",
+    "bower_components", "Pods",
+})
+
+
+def in_dependencies(path: str) -> bool:
+    """``deps/opentelemetry_api/src/otel_span.erl``, ``.venv/lib/…/site-packages/x.py``."""
+    return any(part in DEPENDENCY_FOLDERS for part in path.replace("\\", "/").split("/")[:-1])
+
+
+def own_files_first(files: Iterable[str]) -> list[str]:
+    """``files`` in their order, the project's own first, then names every project has, then
+    files in installed dependencies: the order an arc ranks its files in, kept when several
+    arcs' lists are merged."""
+    return sorted(files, key=lambda p: (in_dependencies(p), p.replace("\\", "/").rsplit("/", 1)[-1] in GENERIC_FILES))
 
 
 def sibling_folder(path: str, cwd: str) -> str:
