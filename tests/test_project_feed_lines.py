@@ -172,3 +172,14 @@ def test_used_here_lists_the_projects_own_files_before_installed_dependencies_ac
                      last_active="2026-11-19T10:00:00Z", files=["lib/spotter/transcripts/session.ex"])
     assert lines_starting(rendered([latest, older]), "- Files:") == [
         "- Files: `lib/spotter/transcripts/session.ex`, `mix.exs`, `deps/opentelemetry_api/src/otel_span.erl`"]
+
+
+def test_an_older_arcs_commands_keep_a_place_beside_the_latest_arcs_fifteen() -> None:
+    """spotter (real logs): the latest arc's 15 commands filled the list of 14, and the next session
+    ran the older arc's mix ash.codegen and mix ecto.migrate again without the feed naming them."""
+    latest = arc_note("2026-11-21-b-0123456789d8", title="Tracing", files=["lib/otel.ex"],
+                      commands=[f"bd task{i}" for i in range(15)])
+    older = arc_note("2026-11-19-a-0123456789d9", title="Schema", created="2026-11-19T09:00:00Z",
+                     last_active="2026-11-19T10:00:00Z", commands=["mix ash.codegen", "mix ecto.migrate"])
+    (line,) = lines_starting(rendered([latest, older]), "- Commands:")
+    assert "`mix ash.codegen`" in line and "`mix ecto.migrate`" in line

@@ -59,7 +59,8 @@ RECENT_ARCS = 2
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
 MAX_FILES = 60
-MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS, MAX_ERROR_NAMES = 14, 20, 6, 10
+#: Commands a project feed lists: more than one arc keeps (15), so an older arc's still get a place.
+MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS, MAX_ERROR_NAMES = 20, 20, 6, 10
 MAX_TODOS, MAX_LESSONS, MAX_DECISIONS, LESSON_ARCS = 8, 3, 1, 3
 ARC_FILES, IN_PLAY_FILES = 5, 8
 #: Scratch files an agent wrote outside the repository: never worth a line.
@@ -81,6 +82,8 @@ HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
 )
 #: The global ``recent-work.md`` (sessions outside every known project): its rows.
 RECENT_WORK, RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = "recent-work.md", 5, AGGREGATE_ARCS
+#: Commands ``recent-work.md`` lists: the operator's habits across projects, a guess for a new one.
+RECENT_WORK_COMMANDS = 14
 #: How deep into a project's arcs (in :func:`project_arcs` order) any project or recent-work
 #: line can look: a new window above must be counted here (a quiet tick reads only these).
 SHOWN_ARCS = max(RECENT_ARCS + 1, AGGREGATE_ARCS, KEEP_TOP_ARCS, LESSON_ARCS, RECENT_WORK_AGGREGATE)
@@ -335,8 +338,8 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
         if adds_something(arcs[0], listed, files):
             feed.items.append(FeedItem(arc_line(arcs[0], with_project=True, files=files), RANK_RECENT))
         listed.update(files)
-    commands = shared_first([ranked((pa.arc.commands for pa in arcs), MAX_COMMANDS) for arcs in per_project.values()],
-                            MAX_COMMANDS)
+    commands = shared_first([ranked((pa.arc.commands for pa in arcs), RECENT_WORK_COMMANDS)
+                             for arcs in per_project.values()], RECENT_WORK_COMMANDS)
     if commands:
         feed.items.append(FeedItem(f"- Commands lately: {code_list(_text(c, 80) for c in commands)}", RANK_RECENT))
     errors = shared_first([error_names(arcs) for arcs in per_project.values()], MAX_ERROR_NAMES)
