@@ -271,6 +271,23 @@ def test_hook_path_imports_nothing_heavy(feed: Path) -> None:
     assert result.returncode == 0 and result.stderr.decode().strip() == "[]"
 
 
+def test_session_start_with_a_uuid_session_id_loads_no_hashlib(feed: Path, tmp_path: Path) -> None:
+    """Every Claude Code session start names a session (a UUID): its state file needs no hash,
+    and hashlib's OpenSSL load would cost the hook ~5 ms."""
+    probe = (
+        "import sys\n"
+        "from brain.launcher import fast_main\n"
+        f"fast_main(['session-start', '--brain-feed', {str(feed)!r}])\n"
+        "print('hashlib' in sys.modules, file=sys.stderr)\n"
+    )
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")},
+           "BRAIN_HOOK_STATE_DIR": str(tmp_path / "state")}
+    session = b'{"session_id": "4d5611e5-241a-462a-8d15-5122611a9569", "source": "startup"}'
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, input=session, env=env, timeout=60)
+    assert result.returncode == 0 and result.stderr.decode().strip() == "False"
+    assert (tmp_path / "state" / "4d5611e5-241a-462a-8d15-5122611a9569.json").exists()
+
+
 # --- project-aware session start (issue 11 item 3) -----------------------------------------
 
 INDEX = {

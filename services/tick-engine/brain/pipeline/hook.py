@@ -418,11 +418,14 @@ def state_folder(settings: Settings, environ: Mapping[str, str]) -> Path:
 
 
 def _session_file(folder: Path, session_id: str) -> Path:
-    import hashlib
+    """``<session_id>.json``; an id that is no safe file name is hashed (hashlib, whose OpenSSL
+    load costs ~5 ms, only then: Claude Code's ids are UUIDs)."""
     import re
 
     if re.fullmatch(r"[A-Za-z0-9_-]{1,128}", session_id):
         return folder / f"{session_id}.json"
+    import hashlib
+
     return folder / f"{hashlib.sha256(session_id.encode('utf-8', 'replace')).hexdigest()[:32]}.json"
 
 
