@@ -121,6 +121,10 @@ print(json.dumps(out))
 
 
 def child(mode: str, vault: Path, *args: str) -> dict:
+    # The CronJob's tick comes two hours after the last one, long after the kernel wrote back
+    # what that one left in the page cache: flushed here, outside the measured child, so a
+    # tick's durable writes (fsync, syncfs) pay for its own data, not the previous tick's.
+    os.sync()
     result = subprocess.run([sys.executable, "-c", CHILD, mode, str(vault), *args], capture_output=True, text=True,
                             check=False)
     if result.returncode != 0:

@@ -105,21 +105,35 @@ class FeedFile:
         return "".join(lines)
 
 
+def _note_growth(label: str, count: int) -> int | None:
+    """How many characters :func:`omitted_note` gains when ``label``'s count goes from ``count`` to
+    ``count + 1``; None when a new part appears (the note is measured again)."""
+    if count == 0:
+        return None
+    grown = len(str(count + 1)) - len(str(count))
+    return grown + 1 if label and count == 1 else grown  # "1 more critical signal" -> "2 more ... signals"
+
+
 def fit_budget(files: list[FeedFile], fixed_tokens: int, budget: int) -> None:
     """Cut items until ``files`` fit ``budget`` tokens with ``fixed_tokens`` already spent (in place).
 
     Order: every item below :data:`RANK_SHORTEN`, lowest rank first (the later item of a file
     first within a rank); then items with a ``short`` form are shortened, least important
-    first; then the remaining cuttable items (critical signals). Sizes are tracked
-    incrementally (one render per file at the start), so the cut is linear.
+    first; then the remaining cuttable items (critical signals). Sizes, the token total and the
+    omitted notes are tracked incrementally (one render per file at the start), so each cut
+    costs the same however many items a file holds.
     """
     sizes = [len(f.render()) for f in files]
-
-    def total() -> int:
-        return fixed_tokens + sum(math.ceil(size / 4) for size in sizes)
-
-    if total() <= budget:
+    total = fixed_tokens + sum(math.ceil(size / 4) for size in sizes)
+    if total <= budget:
         return
+
+    def resize(file_index: int, delta: int) -> None:
+        nonlocal total
+        old = sizes[file_index]
+        sizes[file_index] = old + delta
+        total += math.ceil(sizes[file_index] / 4) - math.ceil(old / 4)
+
     steps: list[tuple[int, int, int, int]] = []  # (rank, -index, file, index)
     for file_index, feed_file in enumerate(files):
         for index, item in enumerate(feed_file.items):
@@ -137,7 +151,7 @@ def fit_budget(files: list[FeedFile], fixed_tokens: int, budget: int) -> None:
         for item in feed_file.items:
             in_section[file_index][item.section] = in_section[file_index].get(item.section, 0) + 1
     for rank, _, file_index, index in steps:
-        if total() <= budget:
+        if total <= budget:
             break
         item = files[file_index].items[index]
         if index in removed[file_index]:
@@ -145,20 +159,27 @@ def fit_budget(files: list[FeedFile], fixed_tokens: int, budget: int) -> None:
         if rank == RANK_SHORTEN and item.short is not None and index not in shortened[file_index]:
             shortened[file_index].add(index)
             new_length = len(item.short) + 1
-            sizes[file_index] += new_length - lengths[file_index][index]
+            resize(file_index, new_length - lengths[file_index][index])
             lengths[file_index][index] = new_length
             continue
         if rank == RANK_SHORTEN:
             continue
         removed[file_index].add(index)
-        sizes[file_index] -= lengths[file_index][index]
+        delta = -lengths[file_index][index]
         counts = in_section[file_index]
         counts[item.section] -= 1
         if item.section and counts[item.section] == 0:
-            sizes[file_index] -= len(section_heading(item.section))
-        before = len(omitted_note(omitted[file_index]))
-        omitted[file_index][item.label] = omitted[file_index].get(item.label, 0) + 1
-        sizes[file_index] += len(omitted_note(omitted[file_index])) - before
+            delta -= len(section_heading(item.section))
+        cut_here = omitted[file_index]
+        count = cut_here.get(item.label, 0)
+        growth = _note_growth(item.label, count)
+        if growth is None:
+            growth = -len(omitted_note(cut_here))
+            cut_here[item.label] = count + 1
+            growth += len(omitted_note(cut_here))
+        else:
+            cut_here[item.label] = count + 1
+        resize(file_index, delta + growth)
     for file_index, feed_file in enumerate(files):
         if not removed[file_index] and not shortened[file_index]:
             continue
