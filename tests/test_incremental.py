@@ -13,7 +13,7 @@ import json
 import shutil
 import sqlite3
 import tempfile
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,24 @@ def _write(vault: Path, cid: str, spec: dict, now: str) -> None:
     write_arc(vault, spec["folder"], cid, created=created, last_active=last, status=spec["status"],
               sessions=[f"{cid}-s{i}" for i in range(spec["sessions"])], tool_calls=spec["tool_calls"],
               body=spec["body"])
+
+
+def _tick_both(s: Settings, quiet: Path, full: Path, now: datetime) -> tuple[Any, Any]:
+    """One tick on ``quiet`` (settings ``s``, free to take the quiet path) and one on its twin
+    ``full`` with its view removed (the full scan); both must leave the same files, stats,
+    problems, writes, moves and dashboards key. Returns both reports."""
+    (full / ".brain" / "tick-view").unlink(missing_ok=True)  # no view: the full scan
+    a = run_tick(s, now, no_ai=True, dry_run=False)
+    b = run_tick(Settings(vault=full, conscious_cap=4), now, no_ai=True, dry_run=False)
+    assert a.exit_code == b.exit_code == 0, (now, a.as_dict(), b.as_dict())
+    assert _files(quiet) == _files(full), now
+    assert a.stats == b.stats, now
+    assert _problems(a) == _problems(b), now
+    assert sorted(a.result.written) == sorted(b.result.written), now
+    assert sorted(a.result.moved) == sorted(b.result.moved), now
+    keys = [json.loads((v / ".brain" / "tick-state.json").read_text())["dashboards"] for v in (quiet, full)]
+    assert keys[0] == keys[1], now  # a quiet tick updates the dashboards key for the lines it patched
+    return a, b
 
 
 def _files(root: Path) -> dict[str, str]:
@@ -207,19 +225,9 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
     shutil.copytree(quiet, full, symlinks=True)
     ran_quiet = []
     for step in QUIET_STEPS:
-        (full / ".brain" / "tick-view").unlink(missing_ok=True)  # no view: the full scan
-        a = run_tick(s, t0 + step, no_ai=True, dry_run=False)
-        b = run_tick(Settings(vault=full, conscious_cap=4), t0 + step, no_ai=True, dry_run=False)
-        assert a.exit_code == b.exit_code == 0, (step, a.as_dict(), b.as_dict())
+        a, b = _tick_both(s, quiet, full, t0 + step)
         assert not b.keeper.quiet
         ran_quiet.append(a.keeper.quiet)
-        assert _files(quiet) == _files(full), step
-        assert a.stats == b.stats, step
-        assert _problems(a) == _problems(b), step
-        assert sorted(a.result.written) == sorted(b.result.written), step
-        assert sorted(a.result.moved) == sorted(b.result.moved), step
-        keys = [json.loads((v / ".brain" / "tick-state.json").read_text())["dashboards"] for v in (quiet, full)]
-        assert keys[0] == keys[1], step  # the quiet tick updated the dashboards key for the lines it patched
     assert ran_quiet[0] and sum(ran_quiet) >= len(QUIET_STEPS) - 2, ran_quiet
     # The index the quiet ticks kept up to date (heat and status retagged in place) is the one a
     # rebuild from the files gives.
@@ -354,20 +362,10 @@ def test_a_quiet_tick_with_edits_writes_what_a_full_tick_writes(tmp_path: Path) 
         for vault in (quiet, full):
             for edit in edits:
                 _edit(vault, edit, iso(t0 + step - timedelta(hours=1)))
-        (full / ".brain" / "tick-view").unlink(missing_ok=True)  # no view: the full scan
-        a = run_tick(s, t0 + step, no_ai=True, dry_run=False)
-        b = run_tick(Settings(vault=full, conscious_cap=4), t0 + step, no_ai=True, dry_run=False)
-        assert a.exit_code == b.exit_code == 0, (step, a.as_dict(), b.as_dict())
+        a, b = _tick_both(s, quiet, full, t0 + step)
         assert a.keeper.quiet == takes_up and not b.keeper.quiet, (step, a.keeper)
         if takes_up:
             assert a.keeper.parsed == len({e[1] for e in edits if e[0] != "delete"}), (step, a.keeper)
-        assert _files(quiet) == _files(full), step
-        assert a.stats == b.stats, step
-        assert _problems(a) == _problems(b), step
-        assert sorted(a.result.written) == sorted(b.result.written), step
-        assert sorted(a.result.moved) == sorted(b.result.moved), step
-        keys = [json.loads((v / ".brain" / "tick-state.json").read_text())["dashboards"] for v in (quiet, full)]
-        assert keys[0] == keys[1], step
         assert _index_dump(quiet) == _index_dump(full), step
     assert _index_dump(quiet) == _rebuilt_index(quiet, tmp_path / "rebuilt")
     # The full scan after those quiet ticks takes the rows of the files they parsed from the view.
