@@ -32,16 +32,13 @@ def reference_fit(files: list[FeedFile], fixed: int, budget: int) -> None:
     removed: list[set[int]] = [set() for _ in files]
     shortened: list[set[int]] = [set() for _ in files]
 
+    def shown(item: FeedItem, short: bool) -> FeedItem:
+        return FeedItem(item.short, item.rank, None, item.label, item.section) if short and item.short is not None else item
+
     def apply() -> None:
-        for file_index, feed_file in enumerate(files):
-            kept = []
-            for index, item in enumerate(originals[file_index]):
-                if index in removed[file_index]:
-                    continue
-                if index in shortened[file_index] and item.short is not None:
-                    item = FeedItem(item.short, item.rank, None, item.label, item.section)
-                kept.append(item)
-            feed_file.items = kept
+        for f, feed_file in enumerate(files):
+            feed_file.items = [shown(item, i in shortened[f]) for i, item in enumerate(originals[f])
+                               if i not in removed[f]]
 
     for rank, _, file_index, index in steps:
         if rendered_tokens(files, fixed) <= budget:
