@@ -567,6 +567,21 @@ def test_a_scaffolding_session_keeps_the_files_it_wrote_last(vault: Path) -> Non
     assert len(files) == 55 and "app/Http/Controllers/C54Controller.php" in files
 
 
+def test_the_tick_reads_every_file_an_arc_keeps(vault: Path) -> None:
+    """An arc keeps up to 60 files (what the feed's file lists draw on); the tick's reading of
+    the arc (ArcInfo.files, what every feed builder sees) drops none of them: on the spotter
+    real logs the 51st file was the one the next session read."""
+    built = session("k1", T0, prompt="Build the notifier",
+                    files_edited={f"lib/notify/n{i:02d}.ex": 1 for i in range(70)})
+    [created] = cluster(vault, bundle(built))[1]["created"]
+    [path] = list(vault.rglob(f"{created['cluster_id']}.md"))
+    kept = arcs_in(vault)[created["cluster_id"]][0]["files"]
+    data = path.read_bytes()
+    note = parse_note("clusters/x.md", data, size=len(data), mtime_ns=1, sha1="0")
+    assert note.arc is not None and len(kept) == 60
+    assert list(note.arc.files) == kept
+
+
 def test_files_outside_the_work_rank_after_it_and_a_folder_beside_the_repo_is_work(vault: Path) -> None:
     """A session in the docs folder edits the code beside it (``X:/acg/addons/…``) and reads its
     notes from another drive (``C:/Users/…``) and the system: the code ranks with the repo's own

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from brain.core import feed, keeper
-from brain.core.model import Note, parse_note
+from brain.core.model import WORK_LIST_ITEMS, Note, parse_note
 from brain.core.project_feed import decides, is_question
 from brain.settings import Settings
 from tests.support.vaults import run_tick_json, write_arc
@@ -285,7 +285,7 @@ def test_work_keys_of_bad_shapes_are_ignored() -> None:
     assert arc.cwd is None and arc.branch == "7" and arc.last_prompt is None
     hostile = arc_note("2026-11-20-big-0123456789e2", files=[f"f{i}.py" for i in range(10_000)],
                        last_prompt="x" * 100_000).arc
-    assert hostile is not None and len(hostile.files) == 50 and len(hostile.last_prompt or "") == 500
+    assert hostile is not None and len(hostile.files) == WORK_LIST_ITEMS == 60 and len(hostile.last_prompt or "") == 500
 
 
 def test_work_keys_survive_the_parse_cache(vault: Path) -> None:

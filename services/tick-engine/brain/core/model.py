@@ -199,8 +199,10 @@ def _strings(value: Any) -> tuple[str, ...]:
     return ()
 
 
-#: Bounds on the work keys (brain cluster writes fewer; a hand-edited arc may hold anything).
-WORK_LIST_ITEMS = 50
+#: Bounds on the work keys: at least what brain cluster writes (``brain.core.arc_text``: 60 files),
+#: so none of those is dropped on reading; a hand-edited arc may hold anything. They are part of
+#: the parse cache's key (``brain.io.vault.CACHE_KEY``): a change re-parses every note once.
+WORK_LIST_ITEMS = 60
 WORK_ITEM_CHARS = 300
 LAST_PROMPT_CHARS = 500
 

@@ -26,7 +26,17 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from brain.core.markers import Marker
-from brain.core.model import Activity, ArcInfo, Note, Problem, built, field_names
+from brain.core.model import (
+    LAST_PROMPT_CHARS,
+    WORK_ITEM_CHARS,
+    WORK_LIST_ITEMS,
+    Activity,
+    ArcInfo,
+    Note,
+    Problem,
+    built,
+    field_names,
+)
 from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write
@@ -73,9 +83,11 @@ def expect_of(note: Note) -> Expect:
 
 _NOTE_NAMES, _ARC_NAMES, _ACTIVITY_NAMES = field_names(Note), field_names(ArcInfo), field_names(Activity)
 _MARKER_NAMES, _PROBLEM_NAMES = field_names(Marker), field_names(Problem)
-#: Changes whenever a cached type gains, loses or reorders a field.
+#: Changes whenever a cached type gains, loses or reorders a field, or the bounds on what an
+#: arc's work keys hold change.
 CACHE_KEY = hashlib.sha1(repr((CACHE_VERSION, _NOTE_NAMES, _ARC_NAMES, _ACTIVITY_NAMES, _MARKER_NAMES,
-                               _PROBLEM_NAMES)).encode(), usedforsecurity=False).hexdigest()
+                               _PROBLEM_NAMES, WORK_LIST_ITEMS, WORK_ITEM_CHARS, LAST_PROMPT_CHARS)).encode(),
+                         usedforsecurity=False).hexdigest()
 _ACTIVITY_AT = _ARC_NAMES.index("activity")
 
 
