@@ -138,10 +138,13 @@ def hook_wall(vault: Path, runs: int = 9) -> dict:
     known project's folder: median and worst wall time, and whether it injected that project's feed."""
     env = {**os.environ, "BRAIN_VAULT": str(vault)}
     payload = json.dumps({"session_id": "bench", "cwd": "/home/dev/src/ingest", "source": "startup"})
+    # The command the agents' hook settings name (docs/agents-wiring.md): the installed `brain` script.
+    script = Path(sys.executable).with_name("brain")
+    command = [str(script)] if script.is_file() else [sys.executable, "-m", "brain"]
     times, project = [], False
     for _ in range(runs):
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "brain", "hook", "session-start", "--format", "text"],
+        done = subprocess.run([*command, "hook", "session-start", "--format", "text"],
                               input=payload, capture_output=True, text=True, env=env, check=False)
         times.append(time.perf_counter() - start)
         project = project or "# ingest" in done.stdout
