@@ -141,15 +141,20 @@ def hook_wall(vault: Path, runs: int = 9) -> dict:
     # The command the agents' hook settings name (docs/agents-wiring.md): the installed `brain` script.
     script = Path(sys.executable).with_name("brain")
     command = [str(script)] if script.is_file() else [sys.executable, "-m", "brain"]
-    times, project = [], False
+    times, bare, project = [], [], False
     for _ in range(runs):
         start = time.perf_counter()
         done = subprocess.run([*command, "hook", "session-start", "--format", "text"],
                               input=payload, capture_output=True, text=True, env=env, check=False)
         times.append(time.perf_counter() - start)
         project = project or "# ingest" in done.stdout
+        start = time.perf_counter()  # the hook's floor: this machine starting the interpreter and exiting
+        subprocess.run([sys.executable, "-c", "pass"], capture_output=True, check=False)
+        bare.append(time.perf_counter() - start)
     times.sort()
-    return {"p50_s": times[len(times) // 2], "max_s": times[-1], "project_feed": project}
+    bare.sort()
+    return {"p50_s": times[len(times) // 2], "max_s": times[-1], "python_p50_s": bare[len(bare) // 2],
+            "project_feed": project}
 
 
 def cli_wall(vault: Path, now: str) -> float:
@@ -238,7 +243,8 @@ def main() -> None:
         print(f"{'':>6} {'CLI wall (same instant)':<22} {r['cli_wall_s']:>8.3f}")
         hook = r["hook"]
         print(f"{'':>6} {'hook session-start':<22} {hook['p50_s']:>8.3f}  p50 of 9 subprocess runs, worst "
-              f"{hook['max_s']:.3f} s, {'the project feed' if hook['project_feed'] else 'NO project feed'}")
+              f"{hook['max_s']:.3f} s, {'the project feed' if hook['project_feed'] else 'NO project feed'}; "
+              f"python -c pass {hook['python_p50_s']:.3f} s")
     for extra in extras:
         for line in extra.get("lines", []):
             print(line)
