@@ -58,7 +58,7 @@ from brain.core.sections import append_to_section
 from brain.core.session import Lesson, Session, is_joyful
 from brain.core.text import error_names
 from brain.core.timeutil import iso, parse_instant
-from brain.core.worklog import GENERIC_FILES, identifiers, in_dependencies, sibling_folder
+from brain.core.worklog import identifiers, own_file_rank, sibling_folder
 from brain.settings import Settings
 
 TITLE_CHARS = 70
@@ -338,7 +338,7 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
     # Repo files first; installed dependencies, generic names (README.md, package.json …) and
     # paths outside the repo last.
     cwd = next((s.cwd.replace("\\", "/") for s in reversed(sessions) if s.cwd), "")
-    files = sorted(ranked, key=lambda p: (_foreign(p, cwd), in_dependencies(p), p.rsplit("/", 1)[-1] in GENERIC_FILES))
+    files = sorted(ranked, key=lambda p: (_foreign(p, cwd), *own_file_rank(p)))
     keys: dict[str, Any] = {
         "files": _merge((_one_line(f, 300) for f in files), _strings(earlier.get("files")), FILES_KEPT),
         "commands": _merge((_one_line(c, 120) for c in _rank(commands)), _strings(earlier.get("commands")),

@@ -386,11 +386,16 @@ def in_dependencies(path: str) -> bool:
     return any(part in DEPENDENCY_FOLDERS for part in path.replace("\\", "/").split("/")[:-1])
 
 
+def own_file_rank(path: str) -> tuple[bool, bool]:
+    """Where ``path`` goes among a work's files: the project's own first, then names every
+    project has, then files in installed dependencies (a sort key; ties keep their order)."""
+    return in_dependencies(path), path.replace("\\", "/").rsplit("/", 1)[-1] in GENERIC_FILES
+
+
 def own_files_first(files: Iterable[str]) -> list[str]:
-    """``files`` in their order, the project's own first, then names every project has, then
-    files in installed dependencies: the order an arc ranks its files in, kept when several
-    arcs' lists are merged."""
-    return sorted(files, key=lambda p: (in_dependencies(p), p.replace("\\", "/").rsplit("/", 1)[-1] in GENERIC_FILES))
+    """``files`` in their order, ranked by :func:`own_file_rank`: the order an arc ranks its
+    files in, kept when several arcs' lists are merged."""
+    return sorted(files, key=own_file_rank)
 
 
 def sibling_folder(path: str, cwd: str) -> str:
