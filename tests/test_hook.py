@@ -260,11 +260,13 @@ def test_session_start_as_a_process_with_closed_or_json_stdin(feed: Path, tmp_pa
 
 
 def test_hook_path_imports_nothing_heavy(feed: Path) -> None:
+    """Third-party packages, and dataclasses with inspect under it (~15 ms: the settings class is
+    a brain.record at run time), stay out of the process that answers every session start."""
     probe = (
         "import sys\n"
         "from brain.launcher import fast_main\n"
         f"fast_main(['session-start', '--brain-feed', {str(feed)!r}])\n"
-        "heavy = {'yaml', 'redis', 'httpx', 'typer', 'pydantic', 'jinja2', 'frontmatter'}\n"
+        "heavy = {'yaml', 'redis', 'httpx', 'typer', 'pydantic', 'jinja2', 'frontmatter', 'dataclasses', 'inspect'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, stdin=subprocess.DEVNULL, timeout=60)

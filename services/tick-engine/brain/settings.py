@@ -10,12 +10,15 @@ The ``doc`` metadata of each field is the text of ``docs/configuration.md``
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass, field, fields, replace
+else:  # the hooks read settings at every session start: the same class, without the dataclasses module
+    from brain.record import dataclass, field, fields, replace
 
 ENV_PREFIX = "BRAIN_"
 
@@ -217,7 +220,7 @@ def _resolve(base: Settings, env: dict[str, str], flags: dict[str, Any]) -> Sett
     if problems:
         message = problems[0] if len(problems) == 1 else f"{len(problems)} problems: " + "; ".join(problems)
         raise SettingsError(message, tuple(problems))
-    return dataclasses.replace(base, **values)
+    return replace(base, **values)
 
 
 def _check(name: str, value: Any, where: str) -> None:
