@@ -208,6 +208,8 @@ def test_a_worktree_session_belongs_to_its_repository() -> None:
     ("/home/u/worktrees/feature", "feature"),  # a bare worktrees folder says nothing about a repository
     ("/home/u/spotter-worktrees", "spotter-worktrees"),  # the folder itself, no worktree inside
     ("/home/u/projects/spotter", "spotter"),
+    ("C:\\Users\\Mischa\\.claude-worktrees\\M-Claude\\unruffled-mcclintock", "M-Claude"),  # Claude desktop
+    ("/Users/me/.claude-worktrees/app/brave-curie/src", "app"),
 ])
 def test_project_name_maps_worktrees_to_their_repository(cwd: str, project: str) -> None:
     assert sessions_io.project_name(cwd) == project

@@ -33,14 +33,17 @@ def project_name(cwd: str) -> str:
     ``<repo>/.worktrees/<name>``), in a worktrees folder named after it
     (``<repo>-worktrees/<name>``, also with ``.`` or ``_``), or in a ``worktrees`` folder inside
     the repository when the worktree's name starts with the repository's
-    (``spotter/worktrees/spotter-gqc``). Windows separators are understood.
+    (``spotter/worktrees/spotter-gqc``), or in an app's hidden folder of worktrees
+    (``~/.claude-worktrees/<repo>/<name>``). Windows separators are understood.
     """
     path = repository_path(cwd.replace("\\", "/").rstrip("/"))
     parts = path.split("/")
     for index, part in enumerate(parts[:-1]):  # a worktrees folder with a worktree inside it
         named = _WORKTREES_FOLDER.match(part)
         if named is not None:
-            return named["repo"]
+            # An app's own folder of every repository's worktrees (Claude desktop:
+            # ``~/.claude-worktrees/<repo>/<name>``) is hidden, and holds the repository's name.
+            return parts[index + 1] if named["repo"].startswith(".") else named["repo"]
         if part.lower() == "worktrees" and index > 0 and parts[index - 1] and _named_after(parts[index + 1], parts[index - 1]):
             return parts[index - 1]
     name = parts[-1]
