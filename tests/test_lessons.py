@@ -317,3 +317,11 @@ def test_a_long_log_is_named_by_the_error_at_its_end() -> None:
            "odoo.tools.convert.ParseError: while parsing views/job_views.xml:51\n"
     assert len(log) > 6000
     assert error_signature(log) == "odoo.tools.convert.ParseError: while parsing views/job_views.xml:51"
+
+
+def test_generated_ids_and_keys_are_not_identifiers() -> None:
+    # Seen in real prompts (M-Thisness/M-Claude): a pasted token and a teleport session id.
+    text = ("the key iHubJjktLhacUMAZJR5BK8U failed; run claude --teleport session_01Nb9BCWhSmkDT3fRFNDXD8C "
+            "then fix `getUTF8StringFromBytes2` in Base64Encoder, "
+            "not `ghp_16C7e42F292c6912E7710c838347Ae178B4a`")
+    assert identifiers(text) == ["getUTF8StringFromBytes2", "Base64Encoder"]

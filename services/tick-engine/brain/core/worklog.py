@@ -26,6 +26,7 @@ import shlex
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from brain.core.lessons import LessonMiner
 from brain.core.redaction import redact
@@ -330,12 +331,32 @@ _NOT_IDENTIFIERS = frozenset(
 )
 
 
+_SEGMENTS = re.compile(r"[_./:@#-]")
+
+
+def _looks_random(token: str) -> bool:
+    """A part of ``token`` is a generated id or key (``iHubJjktLhacUMAZJR5BK8U``,
+    ``session_01Nb9BCWhSmkDT3fRFNDXD8C``): long, digits and both cases, in runs of two
+    characters on average, where a name's words run longer (``getUTF8StringFromBytes2``)."""
+    for part in _SEGMENTS.split(token):
+        if len(part) < 12 or part.isalpha() or part.isdigit() or part.islower() or part.isupper():
+            continue
+        runs = 1 + sum(1 for a, b in pairwise(part) if _kind(a) != _kind(b))
+        if any(ch.isdigit() for ch in part) and len(part) / runs < 2.2:
+            return True
+    return False
+
+
+def _kind(ch: str) -> int:
+    return 0 if ch.isdigit() else 1 if ch.isupper() else 2
+
+
 def identifiers(text: str) -> list[str]:
-    """Code-like tokens a human typed, in order of first appearance."""
+    """Code-like tokens a human typed, in order of first appearance (generated ids left out)."""
     found: dict[str, None] = {}
     for match in _BACKTICK.finditer(text):
         token = match.group(1).strip()
-        if token and " " not in token.strip() and len(token) <= 80:
+        if token and " " not in token.strip() and len(token) <= 80 and not _looks_random(token):
             found.setdefault(token, None)
     for match in _TOKEN.finditer(text):
         token = match.group(0).rstrip(".:")
@@ -343,8 +364,8 @@ def identifiers(text: str) -> list[str]:
         if (len(token) < 3 or low in _NOT_IDENTIFIERS or low.startswith(("http", "www.", "redacted"))
                 or "@" in token):
             continue
-        if token.replace(".", "").replace("-", "").isdigit():
-            continue  # versions, dates, numbers
+        if token.replace(".", "").replace("-", "").isdigit() or _looks_random(token):
+            continue  # versions, dates, numbers; generated ids
         if (_SNAKE.match(token) or _CAMEL.match(token) or _PATH.match(token)
                 or (_DOTTED.match(token) and not token[0].isdigit())
                 or (_HYPHEN_ID.match(token) and any(len(part) > 1 for part in token.split("-")))):
