@@ -15,6 +15,7 @@ from brain.core.apply import CurrentArc, append_to_section, body_markers, fenced
 from brain.core.markers import parse
 from brain.core.plan import Expect
 from brain.core.recommendations import NewEdge, Split, SplitPart, Validated
+from brain.io.transaction import transaction
 from brain.pipeline.ai import apply_answer
 from brain.settings import Settings
 from tests.support.vaults import NOW, run_tick_json, tree_digest, write_arc
@@ -364,8 +365,9 @@ def test_an_arc_changed_since_the_scan_keeps_its_edit(vault: Path) -> None:
     path = find(vault, C)
     path.write_text(path.read_text() + "\nOperator wrote this after the scan.\n")
     edited = path.read_bytes()
-    outcome = apply_answer(s, vault, json.dumps({"summaries": [{"arc": C, "summary": "x"}, {"arc": A, "summary": "y"}]}),
-                           WHEN, journal=None, dry_run=False, snapshot=snapshot)
+    with transaction(vault, "apply", "t-race", WHEN) as tx:
+        outcome = apply_answer(s, vault, json.dumps({"summaries": [{"arc": C, "summary": "x"}, {"arc": A, "summary": "y"}]}),
+                               WHEN, target=tx, snapshot=snapshot)
     assert path.read_bytes() == edited
     assert outcome.rejected == [{"kind": "summary", "item": C, "reason": "changed since the scan; the next tick takes it up"}]
     assert meta_of(find(vault, A))["summary"] == "y"

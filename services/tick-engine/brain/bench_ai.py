@@ -83,7 +83,7 @@ def answer(count: int, changes: int) -> dict[str, Any]:
 
 
 def _apply(vault: Path, count: int, changes: int) -> dict[str, Any]:
-    from brain.io import writer
+    from brain.io.transaction import transaction
     from brain.io.vault import scan
     from brain.pipeline.ai import apply_answer
 
@@ -92,12 +92,10 @@ def _apply(vault: Path, count: int, changes: int) -> dict[str, Any]:
     t = time.perf_counter()
     snapshot = scan(vault, feed_dir=s.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=True)
     scanned = time.perf_counter() - t
-    journal = writer.Journal(vault, f"bench-{changes}", now)
-    t = time.perf_counter()
-    outcome = apply_answer(s, vault, json.dumps(answer(count, changes)), now, journal=journal, dry_run=False,
-                           snapshot=snapshot)
-    applied = time.perf_counter() - t
-    journal.complete()
+    with transaction(vault, "apply", f"bench-{changes}", now) as tx:
+        t = time.perf_counter()
+        outcome = apply_answer(s, vault, json.dumps(answer(count, changes)), now, target=tx, snapshot=snapshot)
+        applied = time.perf_counter() - t
     figures = outcome.phases["apply"]
     return {"seconds": applied, "scan_seconds": scanned, "applied": sum(figures["applied"].values()),
             "read": figures["read"], "written": figures["written"], "rejected": figures["rejected"]}

@@ -169,12 +169,12 @@ def verify(
     """
 
     def body() -> int:
-        from brain.io.writer import ApplyResult
         from brain.pipeline.tick import verify_vault
 
         s = settings_from(vault=vault, brain_feed=brain_feed, now=now)
         root = require_vault(s)
-        failures = verify_vault(s, resolve_now(s), root, s.feed_dir, ApplyResult(), dry_run=True)
+        resolve_now(s)  # a bad --now is still an error
+        failures = verify_vault(s, root, s.feed_dir)
         if as_json:
             print(json.dumps({"ok": not failures, "failures": [f.as_dict() for f in failures]}, indent=2))
         for failure in failures:

@@ -12,14 +12,15 @@ mark the journal complete. Used by tick, cluster, apply (through the tick), undo
 amygdala's alarm files.
 
 Dry run is not a mode of the transaction: a dry run never opens one. It builds the same
-plans and asks :func:`preview` what they would change.
+plans and hands them to a :class:`Preview` where the transaction would be (both are a
+:data:`Target`), which says what they would change and writes nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ from pathlib import Path
 from brain.core.model import Problem
 from brain.core.plan import Plan
 from brain.io import writer
-from brain.io.atomic import ConfinementError
+from brain.io.atomic import ConfinementError, atomic_write
 
 
 class UnsafeVault(ConfinementError):
@@ -56,8 +57,33 @@ class Transaction:
         """Execute ``plan`` under this transaction's journal."""
         return writer.apply_plan(self.vault, plan, journal=self.journal, dry_run=False)
 
+    def write_outside(self, files: Mapping[Path, bytes]) -> list[str]:
+        """Files kept outside the vault (a feed folder elsewhere): atomic writes, no journal."""
+        for path, data in files.items():
+            atomic_write(path, data)
+        return [str(path) for path in files]
+
     def undo(self, tick_id: str, *, force: bool) -> writer.UndoResult:
         return writer.undo(self.vault, tick_id, force=force)
+
+
+@dataclass
+class Preview:
+    """A dry run, where a transaction would be: each plan is checked against the files as they
+    are and reported as it would apply; nothing is locked, journalled or written."""
+
+    vault: Path
+    journal: None = None
+
+    def apply(self, plan: Plan) -> writer.ApplyResult:
+        return preview(self.vault, plan)
+
+    def write_outside(self, files: Mapping[Path, bytes]) -> list[str]:
+        return [str(path) for path in files]
+
+
+#: Where a run's plans go: carried out (:class:`Transaction`) or only reported (:class:`Preview`).
+Target = Transaction | Preview
 
 
 def preview(vault: Path, plan: Plan) -> writer.ApplyResult:

@@ -43,10 +43,10 @@ from brain.core.recommendations import (
 from brain.core.redaction import redact
 from brain.core.timeutil import iso
 from brain.core.vocab import AMYGDALA
-from brain.io import writer
 from brain.io.atomic import atomic_write
 from brain.io.llm import Completion, LLMClient, LLMError, client_from_settings
-from brain.io.vault import ChangedError, Snapshot, expect_of, read_current, scan
+from brain.io.transaction import Target
+from brain.io.vault import ChangedError, Snapshot, expect_of, read_current
 from brain.pipeline.keeper import KeeperPlan
 from brain.pipeline.tick import AIOutcome, AIPhase
 from brain.settings import Settings, SettingsError
@@ -106,8 +106,8 @@ def make_ai_phase(settings: Settings, *, client: LLMClient | None = None) -> AIP
     if llm is None:
         raise SettingsError("no LLM configured (set BRAIN_LLM_URL or --llm-url)")
 
-    def phase(s: Settings, snapshot: Snapshot, kplan: KeeperPlan, now: datetime, journal: writer.Journal | None,
-              dry_run: bool) -> AIOutcome:
+    def phase(s: Settings, snapshot: Snapshot, kplan: KeeperPlan, now: datetime, target: Target) -> AIOutcome:
+        journal = target.journal  # None in a dry run: no answer, no digest kept
         phases: dict[str, dict[str, Any]] = {}
         t = time.perf_counter()
         prompt = prompt_for(s, snapshot, now, kplan.decisions)
@@ -130,19 +130,19 @@ def make_ai_phase(settings: Settings, *, client: LLMClient | None = None) -> AIP
                              problems=[Problem("llm", None, f"AI phase failed: {exc}; the deterministic feed is fresh")])
         phases["llm"] = {"ms": _ms(t), **completion.as_dict()}
         saved, problems = None, []
-        if journal is not None and not dry_run:
+        if journal is not None:
             try:
                 saved = save_answer(snapshot.vault, journal.tick_id, now, completion, prompt, keep=s.journal_keep)
                 phases["llm"]["answer"] = saved
             except OSError as exc:  # the audit copy is not worth the tick
                 problems.append(Problem(ANSWERS_DIR, None, f"could not keep the answer: {exc}"))
-        outcome = apply_answer(s, snapshot.vault, completion.text, now, journal=journal, dry_run=dry_run,
-                               snapshot=snapshot, source=saved or "llm answer")
+        outcome = apply_answer(s, snapshot.vault, completion.text, now, target=target, snapshot=snapshot,
+                               source=saved or "llm answer")
         outcome.phases = {**phases, **outcome.phases}
         outcome.problems = problems + outcome.problems
         outcome.health.update({"input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
                                "cost_usd": completion.cost_usd})
-        if not outcome.failed and journal is not None and not dry_run:
+        if not outcome.failed and journal is not None:
             try:
                 remember_prompt(snapshot.vault, key, journal.tick_id)
             except OSError as exc:  # the next tick then asks again: a cost, not a fault
@@ -225,20 +225,17 @@ def apply_answer(
     answer_text: str,
     now: datetime,
     *,
-    journal: writer.Journal | None,
-    dry_run: bool,
-    snapshot: Snapshot | None = None,
+    target: Target,
+    snapshot: Snapshot,
     source: str = "llm answer",
 ) -> AIOutcome:
-    """Phase 4: parse, validate and apply ``answer_text`` through the one journaled writer.
+    """Phase 4: parse, validate and apply ``answer_text`` to ``target`` (the run's transaction, or
+    a dry run's preview).
 
     Only the arcs the answer touches are read (with :func:`read_current`: one that changed
     since ``snapshot`` has its changes rejected); the cost is O(changes) beyond the scan.
     """
     t = time.perf_counter()
-    if snapshot is None:
-        snapshot = scan(vault, feed_dir=settings.feed_dir, max_note_bytes=settings.max_note_bytes,
-                        write_cache=not dry_run)
     views, signals = views_from_notes(snapshot.notes.values())
     try:
         answer = parse_answer(answer_text)
@@ -254,8 +251,9 @@ def apply_answer(
     unique = {cid: notes[0] for cid, notes in by_id.items() if len(notes) == 1}
     current, unavailable = read_involved(vault, unique, _involved(validated))
     planned = plan_answer(validated, current, now=now, unavailable=unavailable, taken_ids=set(by_id),
-                          taken_paths=set(snapshot.notes), tick_id=journal.tick_id if journal else "dry-run")
-    result = writer.apply_plan(vault, planned.plan, journal=journal, dry_run=dry_run)
+                          taken_paths=set(snapshot.notes),
+                          tick_id=target.journal.tick_id if target.journal is not None else "dry-run")
+    result = target.apply(planned.plan)
     rejected = [r.as_dict() for r in (*validated.rejected, *planned.rejected)]
     written = set(result.written)
     return AIOutcome(
@@ -307,10 +305,8 @@ def read_involved(vault: Path, unique: Mapping[str, Note],
 def replay_phase(answer_text: str, source: str) -> AIPhase:
     """An AIPhase that applies a saved answer instead of asking a model (``brain apply``)."""
 
-    def phase(s: Settings, snapshot: Snapshot, kplan: KeeperPlan, now: datetime, journal: writer.Journal | None,
-              dry_run: bool) -> AIOutcome:
-        outcome = apply_answer(s, snapshot.vault, answer_text, now, journal=journal, dry_run=dry_run,
-                               snapshot=snapshot, source=source)
+    def phase(s: Settings, snapshot: Snapshot, kplan: KeeperPlan, now: datetime, target: Target) -> AIOutcome:
+        outcome = apply_answer(s, snapshot.vault, answer_text, now, target=target, snapshot=snapshot, source=source)
         skipped = f"brain apply: the answer comes from {source}"
         outcome.phases = {"prompt": {"skipped": skipped}, "llm": {"skipped": skipped}, **outcome.phases}
         return outcome

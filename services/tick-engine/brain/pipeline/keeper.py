@@ -158,11 +158,10 @@ def plan_keeper(
     return out
 
 
-def write_external_feed(feed_dir: Path, files: dict[str, str], *, dry_run: bool) -> list[str]:
-    """Feed folder outside the vault (``--brain-feed`` elsewhere): atomic writes, no journal."""
-    from brain.io.atomic import atomic_write
-
-    written = []
+def external_feed_changes(feed_dir: Path, files: dict[str, str]) -> dict[Path, bytes]:
+    """The files of a feed folder outside the vault (``--brain-feed`` elsewhere) whose bytes differ
+    from what is there; the run's target writes them (:meth:`brain.io.transaction.Transaction.write_outside`)."""
+    changed: dict[Path, bytes] = {}
     for name, text in files.items():
         target = feed_dir / name
         data = text.encode("utf-8")
@@ -171,7 +170,5 @@ def write_external_feed(feed_dir: Path, files: dict[str, str], *, dry_run: bool)
                 continue
         except OSError:
             pass
-        if not dry_run:
-            atomic_write(target, data)
-        written.append(str(target))
-    return written
+        changed[target] = data
+    return changed

@@ -58,7 +58,7 @@ from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import TOMBSTONE_STATUSES
 from brain.io import writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
-from brain.io.transaction import Transaction, preview, transaction
+from brain.io.transaction import Preview, Target, Transaction, transaction
 from brain.io.vault import (
     Listed,
     cache_stamp,
@@ -76,7 +76,7 @@ from brain.io.vault import (
     save_view,
     scan,
 )
-from brain.pipeline.keeper import KeeperPlan, plan_keeper, write_external_feed
+from brain.pipeline.keeper import KeeperPlan, external_feed_changes, plan_keeper
 from brain.settings import Settings
 
 EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
@@ -104,8 +104,9 @@ class AIOutcome:
     edges_added: int = 0
 
 
-#: (settings, snapshot, keeper plan, now, journal, dry_run) -> AIOutcome
-AIPhase = Callable[[Settings, Snapshot, KeeperPlan, datetime, "writer.Journal | None", bool], AIOutcome]
+#: (settings, snapshot, keeper plan, now, where its plans go) -> AIOutcome. A dry run's target is a
+#: Preview: the phase plans, applies to it and reports alike, and nothing is written.
+AIPhase = Callable[[Settings, Snapshot, KeeperPlan, datetime, Target], AIOutcome]
 
 
 # --- typed phase reports (JSON only in as_dict) ------------------------------------------------
@@ -347,7 +348,8 @@ class _Tick:
     ai_phase: AIPhase | None
     skip_reason: str
     keeper_only: bool
-    tx: Transaction | None = None
+    #: Where plans go: the run's transaction, or a Preview in a dry run.
+    target: Target
     #: The snapshot holds only the notes of the last tick's view (a quiet tick): nothing that
     #: needs every note (parse cache, dashboards, the index's full sync) runs on it.
     partial: bool = False
@@ -367,7 +369,7 @@ class _Tick:
         return self.s.vault_path
 
     def apply(self, plan: Plan) -> writer.ApplyResult:
-        return self.tx.apply(plan) if self.tx is not None else preview(self.vault, plan)
+        return self.target.apply(plan)
 
 
 def run_tick(
@@ -385,7 +387,8 @@ def run_tick(
     tick_id = new_tick_id(vault, now)
     report = TickReport(tick_id, now, dry_run, no_ai or ai_phase is None)
     report.feed_rel = feed_relative(vault, feed_dir)
-    tick = _Tick(s, now, report, feed_dir, report.feed_rel, ai_phase, ai_skip_reason or "--no-ai", keeper_only)
+    tick = _Tick(s, now, report, feed_dir, report.feed_rel, ai_phase, ai_skip_reason or "--no-ai", keeper_only,
+                 Preview(vault))
     started = time.perf_counter()
     collecting = gc.isenabled()
     gc.disable()  # a tick allocates a few objects per note and frees them by reference counting
@@ -395,7 +398,7 @@ def run_tick(
         else:
             with transaction(vault, "keeper" if keeper_only else "tick", tick_id, now) as tx:
                 report.problems.extend(tx.recovered)
-                tick.tx = tx
+                tick.target = tx
                 _run(tick)
             report.problems.extend(tx.late)
     finally:
@@ -514,7 +517,7 @@ def _run(tick: _Tick) -> None:
         tick.candidates_key, candidates = _candidates(snapshot, state, same_files=same or tick.partial)
         report.ai_phases["prompt"].update(candidates)
     else:
-        outcome = tick.ai_phase(s, snapshot, kplan, now, tick.tx.journal if tick.tx else None, dry_run)
+        outcome = tick.ai_phase(s, snapshot, kplan, now, tick.target)
         report.ai_phases.update(outcome.phases)
         report.result.merge(outcome.result)
         report.rejected.extend(outcome.rejected)
@@ -534,32 +537,16 @@ def _run(tick: _Tick) -> None:
             report.keeper.ms += _ms(t)
         report.ai_phases.setdefault("llm", {})["health"] = outcome.health
         report.stats["edges_added"] = outcome.edges_added
-    if tick.tx is not None:
-        tick.tx.journal.complete()  # every write is done: a crash from here on rolls nothing back
+    if isinstance(tick.target, Transaction):
+        tick.target.journal.complete()  # every write is done: a crash from here on rolls nothing back
 
     # Phase 5: verify — re-read what this tick wrote; the invariants on the snapshot it leads to.
-    t = time.perf_counter()
-    snapshot, reread, failures = verify_written(s, now, snapshot, report.result, tick.feed_rel, dry_run=dry_run,
-                                                feed_tokens=final_plan.feed_tokens, decided=final_plan.decisions)
-    report.verify = VerifyReport(ms=0.0, failures=failures, reread=reread)
-    if failures:
-        report.problems.extend(failures)
-        report.exit_code = EXIT_VERIFY
-    indexing = 0.0
-    if not dry_run:
-        # The index first, while the snapshot holds the bytes verify read (a cold tick indexes
-        # every arc without reading it a third time); then they go, before the cache is saved.
-        # Its time is not verify's (the report's phases stay what they were).
-        started = time.perf_counter()
-        _refresh_index(tick, snapshot)
-        indexing = _ms(started)
-        snapshot = dataclasses.replace(snapshot, raw={})
-    if not dry_run and not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached
-                                             or snapshot.stats.from_view):
-        save_cache(vault, snapshot.notes)  # a quiet tick's writes reach it from the view, at the next full scan
-    if not dry_run:
-        _save_memo(vault, s, final_plan.decisions, snapshot, now, memo, partial=tick.partial)
-    report.verify.ms = round(_ms(t) - indexing, 2)
+    if dry_run:  # nothing was written: the invariants that hold whatever the clock, on the vault as it is
+        t = time.perf_counter()
+        _verify_report(report, VerifyReport(ms=0.0, failures=static_failures(snapshot), reread=0))
+        report.verify.ms = _ms(t)
+    else:
+        snapshot = _verified(tick, snapshot, final_plan, memo)
 
     _publish_alarms(tick, snapshot)
 
@@ -583,12 +570,42 @@ def _run(tick: _Tick) -> None:
         whole = state.get("stats", {})
         report.stats.update({key: int(whole.get(key, 0)) + tick.counted.get(key, 0)
                              for key in ("arcs", "lessons", "edges")})
-    if not dry_run:
+    if not dry_run:  # what the next tick reads, as this one verified it
         writer.prune_journals(vault, s.journal_keep)
         _save_state(tick, listing, snapshot, final,
                     dashboards_key if final is kplan.decisions else _dashboards_key(final),
                     view=snapshot.notes.values() if tick.partial else _view_notes(snapshot, final,
                                                                                   final_plan.feed_reads))
+
+
+def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan, memo: _MemoRows) -> Snapshot:
+    """Phase 5 of a run that wrote (:func:`verify_written`); then the search index, the parse cache
+    and the heat memo follow the files as verify read them. Returns the snapshot verify leads to."""
+    report, s, vault = tick.report, tick.s, tick.vault
+    t = time.perf_counter()
+    snapshot, reread, failures = verify_written(s, tick.now, snapshot, report.result, tick.feed_rel,
+                                                feed_tokens=final_plan.feed_tokens, decided=final_plan.decisions)
+    _verify_report(report, VerifyReport(ms=0.0, failures=failures, reread=reread))
+    # The index first, while the snapshot holds the bytes verify read (a cold tick indexes every
+    # arc without reading it a third time); then they go, before the cache is saved. Its time is
+    # not verify's (the report's phases stay what they were).
+    started = time.perf_counter()
+    _refresh_index(tick, snapshot)
+    indexing = _ms(started)
+    snapshot = dataclasses.replace(snapshot, raw={})
+    if not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached
+                             or snapshot.stats.from_view):
+        save_cache(vault, snapshot.notes)  # a quiet tick's writes reach it from the view, at the next full scan
+    _save_memo(vault, s, final_plan.decisions, snapshot, tick.now, memo, partial=tick.partial)
+    report.verify.ms = round(_ms(t) - indexing, 2)
+    return snapshot
+
+
+def _verify_report(report: TickReport, verified: VerifyReport) -> None:
+    report.verify = verified
+    if verified.failures:
+        report.problems.extend(verified.failures)
+        report.exit_code = EXIT_VERIFY
 
 
 def _after_scan(tick: _Tick, snapshot: Snapshot) -> None:
@@ -665,7 +682,7 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     report.keeper.planned = (report.keeper.planned or 0) + len(kplan.plan.operations)
     result = tick.apply(kplan.plan)
     if tick.feed_rel is None:
-        report.result.written.extend(write_external_feed(tick.feed_dir, kplan.feed_files, dry_run=report.dry_run))
+        report.result.written.extend(tick.target.write_outside(external_feed_changes(tick.feed_dir, kplan.feed_files)))
     report.result.merge(result)
     report.problems.extend(result.problems)
     if report.dry_run:
@@ -824,7 +841,6 @@ def verify_written(
     result: writer.ApplyResult,
     feed_rel: str | None,
     *,
-    dry_run: bool,
     feed_tokens: int = 0,
     decided: KeeperDecisions | None = None,
 ) -> tuple[Snapshot, int, list[Problem]]:
@@ -838,25 +854,17 @@ def verify_written(
     ``decided``: the keeper's decisions at ``now``; the second pass recomputes heat only for the
     arcs whose note is not the one decided there (what this tick wrote or re-read).
     """
+    read: dict[str, bytes] = {}
+    updated = _read_back(snapshot, {p for p in (*result.written, *(dst for _, dst in result.moved))
+                                    if p in snapshot.notes}, read)
+    snapshot = snapshot.with_changes(updated, read=read)  # the search index takes the bytes from here
     failures: list[Problem] = []
-    reread = 0
-    if not dry_run:
-        read: dict[str, bytes] = {}
-        updated = _read_back(snapshot, {p for p in (*result.written, *(dst for _, dst in result.moved))
-                                        if p in snapshot.notes}, read)
-        reread = len(updated)
-        snapshot = snapshot.with_changes(updated, read=read)  # the search index takes the bytes from here
-    if dry_run:  # a real run takes them from its second keeper pass below, which groups by cluster_id anyway
-        failures.extend(_duplicate_failures({cid: sorted(n.path for n in notes)
-                                             for cid, notes in snapshot.arcs_by_id().items() if len(notes) > 1}))
     written = set(result.written) | {dst for _, dst in result.moved}
     for path in sorted(written):
         found = snapshot.notes.get(path)
         if path.endswith(".md") and (feed_rel is None or not path.startswith(feed_rel + "/")) and found is not None \
                 and not found.parsed:
             failures.append(Problem(path, None, "verify: a file this tick wrote does not parse"))
-    if dry_run:
-        return snapshot, reread, failures
     check = decide(snapshot.notes.values(), now, s, reuse=decided)
     failures[:0] = _duplicate_failures(check.duplicates)
     conscious = _conscious(check)
@@ -876,22 +884,19 @@ def verify_written(
         failures.append(Problem(pending[0], None,
                                 f"verify: a second pass would still change {len(pending)} files: "
                                 + ", ".join(pending[:5])))
-    return snapshot, reread, failures
+    return snapshot, len(updated), failures
 
 
-def verify_vault(
-    s: Settings,
-    now: datetime,
-    vault: Path,
-    feed_dir: Path,
-    result: writer.ApplyResult,
-    *,
-    dry_run: bool,
-) -> list[Problem]:
+def static_failures(snapshot: Snapshot) -> list[Problem]:
+    """The invariants a vault holds whatever its clock: no ``cluster_id`` in two files. What a
+    dry run checks (it wrote nothing to re-read) and ``brain verify`` reports."""
+    return _duplicate_failures({cid: sorted(n.path for n in notes)
+                                for cid, notes in snapshot.arcs_by_id().items() if len(notes) > 1})
+
+
+def verify_vault(s: Settings, vault: Path, feed_dir: Path) -> list[Problem]:
     """``brain verify``: the invariants on the vault as it is now (a fresh scan, nothing written)."""
-    snapshot = scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False)
-    _, _, failures = verify_written(s, now, snapshot, result, feed_relative(vault, feed_dir), dry_run=dry_run)
-    return failures
+    return static_failures(scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False))
 
 
 def _duplicate_failures(duplicates: Mapping[str, list[str]]) -> list[Problem]:
