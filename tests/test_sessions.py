@@ -512,3 +512,20 @@ def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
     session = by_id(run(tmp_path / "projects"))[SID]
     assert [c for c, _ in session.commands] == ["docker compose up", "python -m pytest", "py seed_data.py"]
     assert dict(session.files_read) == {"tools/seed_data.py": 1}
+
+
+def test_symbolic_links_are_not_followed_and_each_is_reported(tmp_path: Path) -> None:
+    projects = tmp_path / "projects"
+    real = tmp_path / "elsewhere"
+    shutil.copytree(CLAUDE / "-src-deep-manifest", real)
+    projects.mkdir()
+    (projects / "-src-deep-manifest").symlink_to(real, target_is_directory=True)
+    shutil.copytree(CLAUDE / "-src-experiments-claude_p", projects / "-src-experiments-claude_p")
+    log = next((projects / "-src-experiments-claude_p").glob("*.jsonl"))
+    (projects / "-src-experiments-claude_p" / "linked.jsonl").symlink_to(log)
+    bundle = run(projects)
+    assert {s.project for s in bundle.sessions} == {"claude_p"}
+    assert len(bundle.sessions) == len(run(CLAUDE, project="claude_p").sessions)  # the linked log: not read twice
+    linked = [w for w in bundle.warnings if "a symbolic link, not followed" in w]
+    assert [w.split(":")[0] for w in linked] == [str(projects / "-src-deep-manifest"),
+                                                 str(projects / "-src-experiments-claude_p" / "linked.jsonl")]

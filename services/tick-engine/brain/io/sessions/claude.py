@@ -412,6 +412,11 @@ class _Subagent:
             self.warmup = text == "Warmup"
 
 
+def _skipped_links(stats: ReadStats, paths: list[str]) -> None:
+    """Logs are read where they are: a symbolic link (to a folder or a log) is not followed, and said so."""
+    stats.problems.extend(f"{path}: a symbolic link, not followed (copy the logs in to read them)" for path in sorted(paths))
+
+
 @dataclass
 class _FolderPlan:
     folder: Path
@@ -425,9 +430,11 @@ def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats, cursor: C
     """List and stat every transcript; decide which main sessions are read (mtime window, cursor)."""
     plans: list[_FolderPlan] = []
     try:
-        folders = sorted(entry.path for entry in os.scandir(projects_dir) if entry.is_dir(follow_symlinks=False))
+        listed = list(os.scandir(projects_dir))
     except OSError:
         return plans
+    folders = sorted(entry.path for entry in listed if entry.is_dir(follow_symlinks=False))
+    _skipped_links(stats, [entry.path for entry in listed if entry.is_symlink()])
     for folder_name in folders:
         folder = Path(folder_name)
         mains: list[tuple[float, Path]] = []
@@ -446,6 +453,7 @@ def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats, cursor: C
                 continue
             try:
                 if not entry.is_file(follow_symlinks=False):
+                    _skipped_links(stats, [entry.path] if entry.is_symlink() else [])
                     continue
                 info = entry.stat(follow_symlinks=False)
             except OSError:
