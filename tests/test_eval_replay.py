@@ -112,6 +112,15 @@ def test_targets_follow_warmup_and_need_an_earlier_ended_session(tiny: tuple[Pat
     assert [s.id for s in select_targets(universe, warmup=2, excluded={S5})] == [S2, S4]
 
 
+def test_the_extractions_warnings_reach_the_eval(tiny: tuple[Path, BrainRunner, Path], tmp_path: Path) -> None:
+    projects, run, _ = tiny
+    (projects / "linked").symlink_to(tmp_path, target_is_directory=True)  # not followed: said, not skipped silently
+    warnings: list[str] = []
+    universe = read_universe(run, LogSources(projects, None), warnings)
+    assert [s.id for s in universe] == [S1, S3, S2, S5, S4]
+    assert warnings == [f"extract: {projects / 'linked'}: a symbolic link, not followed (copy the logs in to read them)"]
+
+
 def test_a_session_running_at_the_cutoff_stays_out_of_the_vault(tiny: tuple[Path, BrainRunner, Path]) -> None:
     projects, run, work = tiny
     sources = LogSources(projects, None)

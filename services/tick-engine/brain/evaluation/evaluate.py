@@ -103,8 +103,10 @@ def _excluded(files: Mapping[str, SessionFiles], folder: Path | None) -> set[str
 def evaluate(
     request: EvalRequest, run: BrainRunner, work: Path, *, progress: Callable[[int, int], None] | None = None,
 ) -> Evaluation:
-    universe = read_universe(run, request.sources)
+    extracted: list[str] = []
+    universe = read_universe(run, request.sources, extracted)
     needs, files, warnings = read_all_needs(request.sources, universe)
+    warnings[:0] = extracted
     targets = select_targets(universe, warmup=request.warmup, excluded=_excluded(files, request.exclude_targets_from),
                              min_turns=request.min_target_turns)
     runs = replay(run, request.sources, request.profile, universe, targets, mode=request.mode, work=work,

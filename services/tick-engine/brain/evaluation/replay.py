@@ -347,11 +347,15 @@ class LogSources:
         return "codex" if self.codex_dir is not None else "claude-code"
 
 
-def read_universe(run: BrainRunner, sources: LogSources) -> list[Session]:
-    """Every session with a human turn, as ``brain extract --min-turns 1`` lists them."""
+def read_universe(run: BrainRunner, sources: LogSources, warnings: list[str] | None = None) -> list[Session]:
+    """Every session with a human turn, as ``brain extract --min-turns 1`` lists them; the
+    extraction's warnings (a log it could not read, a link it did not follow) go to ``warnings``."""
     out = run(["extract", *sources.extract_args(sources.agent()), "--since", EPOCH, "--until", FAR_FUTURE,
                "--now", FAR_FUTURE, "--min-turns", "1"])
-    return ordered(Session.from_entry(e) for e in _bundle(out)["sessions"])
+    bundle = _bundle(out)
+    if warnings is not None:
+        warnings.extend(f"extract: {w}" for w in bundle.get("warnings") or () if isinstance(w, str))
+    return ordered(Session.from_entry(e) for e in bundle["sessions"])
 
 
 def _bundle(text: str) -> dict[str, Any]:
