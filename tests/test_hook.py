@@ -366,6 +366,22 @@ def test_find_project_rules() -> None:
     assert hook.find_project(named, "/home/u/go-tools") is None  # names under 3 letters never prefix-match
 
 
+def test_a_session_started_in_a_system_folder_gets_the_work_across_projects(projects: Path) -> None:
+    # Sessions run in C:\Windows\System32 (an elevated terminal) are recorded like any other:
+    # that folder is still no project, and its chats do not stand for the fleet's recent work.
+    index = {**INDEX, "projects": {**INDEX["projects"], "System32": {"file": "projects/alpha.md"}},
+             "roots": {**INDEX["roots"], "C:/Windows/System32": "System32", "/": "alpha"}}
+    (projects / "projects" / "index.json").write_text(json.dumps(index))
+    loaded = hook.load_index(projects)
+    assert loaded is not None
+    for cwd in ("C:\\Windows\\System32", "c:/windows/system32/", "/", "C:\\"):
+        assert hook.find_project(loaded, cwd) is None, cwd
+    assert hook.find_project(loaded, "C:\\Windows\\System32\\drivers") == "System32"  # below it: recorded roots hold
+    text = start(projects, "C:\\Windows\\System32")
+    assert text.startswith("# `C:/Windows/System32` is no project's folder: the recent work across projects follows")
+    assert "where we left off" not in text and "# Active alarms" in text
+
+
 def test_a_folder_worked_on_from_beside_it_gets_that_projects_feed(projects: Path) -> None:
     # The alpha sessions (cwd /home/u/src/alpha) edited files in /home/u/src/deploy-tools: a
     # session opened there continues alpha's work; a folder nobody touched is still new.

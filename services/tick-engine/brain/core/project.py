@@ -53,3 +53,14 @@ def project_name(cwd: str) -> str:
 def _named_after(worktree: str, repo: str) -> bool:
     """``spotter-gqc`` is named after ``spotter``: the repository's name and a separator."""
     return len(worktree) > len(repo) and worktree.lower().startswith(repo.lower()) and worktree[len(repo)] in "-_."
+
+
+#: Where a shell starts when nobody chose a folder: a file-system or drive root, and Windows'
+#: own folders (an elevated terminal opens in ``C:\Windows\System32``).
+_SYSTEM_FOLDER = re.compile(r"^(?:[A-Za-z]:)?(?:/(?:Windows(?:/System32)?)?)?$", re.IGNORECASE)
+
+
+def is_system_folder(path: str) -> bool:
+    """``path`` is a root or a Windows system folder: work started there is no project's."""
+    return _SYSTEM_FOLDER.match(path.replace("\\", "/").rstrip("/")) is not None
+

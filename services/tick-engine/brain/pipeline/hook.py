@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from brain.core.project import is_system_folder
 from brain.core.project import repository_path as strip_worktree
 
 if TYPE_CHECKING:
@@ -223,13 +224,17 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     recorded root it lies under (a sub-folder, a worktree inside the repository), else a path
     component named like a project (the same repository checked out elsewhere), else a path
     component that starts with a project's name and a separator (``<repo>-<branch>``), else a
-    folder whose files a project's sessions worked on from beside it.
+    folder whose files a project's sessions worked on from beside it. A root or a Windows system
+    folder (:func:`~brain.core.project.is_system_folder`) is no project's: a session started
+    there gets the recent work across projects.
 
     Returns the project and how it matched: :data:`ROOT`, :data:`NAME` or :data:`TOUCHED`.
     """
     if not cwd or not index.files:
         return None
     path = normal_path(cwd)
+    if is_system_folder(path):
+        return None
     recorded = _deepest(index.roots, path)
     if recorded is not None:
         return recorded, ROOT
@@ -347,7 +352,7 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
         if index is not None:
             sections = compact_global(sections)
         if index is not None and cwd and sections:
-            notes.append(new_project_note(cwd))
+            notes.append(system_folder_note(cwd) if is_system_folder(normal_path(cwd)) else new_project_note(cwd))
     if sections:
         notes.append(stale_note(index, now))
     note = "\n".join(n for n in notes if n)
@@ -389,6 +394,11 @@ def new_project_note(cwd: str) -> str:
     so the agent knows the feed below is the fleet's, not this project's."""
     return (f"# `{folder_name(cwd)[:80]}` is new: no earlier sessions in `{repository_path(cwd)[:200]}`; "
             f"the other projects' recent work follows")
+
+
+def system_folder_note(cwd: str) -> str:
+    """The title of the feed a session started in a root or a system folder gets."""
+    return f"# `{normal_path(cwd)[:200]}` is no project's folder: the recent work across projects follows"
 
 
 def checkout_note(folder: str, project: str) -> str:
