@@ -339,10 +339,11 @@ def _looks_random(token: str) -> bool:
     ``session_01Nb9BCWhSmkDT3fRFNDXD8C``): long, digits and both cases, in runs of two
     characters on average, where a name's words run longer (``getUTF8StringFromBytes2``)."""
     for part in _SEGMENTS.split(token):
-        if len(part) < 12 or part.isalpha() or part.isdigit() or part.islower() or part.isupper():
+        if (len(part) < 12 or part.isalpha() or part.isdigit() or part.islower() or part.isupper()
+                or not any(ch.isdigit() for ch in part)):
             continue
         runs = 1 + sum(1 for a, b in pairwise(part) if _kind(a) != _kind(b))
-        if any(ch.isdigit() for ch in part) and len(part) / runs < 2.2:
+        if len(part) / runs < 2.2:
             return True
     return False
 

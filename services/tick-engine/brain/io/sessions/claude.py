@@ -453,7 +453,8 @@ def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats, cursor: C
                 continue
             try:
                 if not entry.is_file(follow_symlinks=False):
-                    _skipped_links(stats, [entry.path] if entry.is_symlink() else [])
+                    if entry.is_symlink():
+                        _skipped_links(stats, [entry.path])
                     continue
                 info = entry.stat(follow_symlinks=False)
             except OSError:
