@@ -166,7 +166,7 @@ def test_scripted_one_shot_runs_rank_below_real_work(vault: Path) -> None:
     alpha = project_feed(vault)
     assert "Fix the importer" in alpha[: alpha.index("## Signals")]  # the handoff is real work, not the newest run
     recent = alpha[alpha.index("## Recent work here"): alpha.index("## Lessons")]
-    assert recent.index("Importer schema") < recent.index("Say OK (one-shot run)")
+    assert "Importer schema" in recent and "Say OK" not in recent  # the row goes to real work, not the newer run
 
 
 def test_no_filler_lines_and_no_diff_line_per_move(vault: Path) -> None:
@@ -324,8 +324,8 @@ def test_a_one_prompt_session_that_worked_for_an_hour_is_real_work() -> None:
                      last_active="2026-11-19T12:00:00Z")
     text = rendered(build([long_run, one_shot, older]), "projects/alpha.md")
     assert "- Last session (2026-11-21 10:30): Port the parser" in text
-    recent = text[text.index("## Recent work here"):]
-    assert recent.index("Older work") < recent.index("Say PONG (one-shot run)")
+    recent = text[text.index("## Recent work here"):].split("\n## ")[0]
+    assert "Older work" in recent and "Say PONG" not in recent  # real work first, then scripted runs
     assert "Port the parser (one-shot" not in text
 
 
@@ -348,13 +348,23 @@ def test_a_decision_phrased_as_a_question_is_left_out() -> None:
     assert is_question('Should we "vendor it"?') and not is_question("Use X? No: use Y.")
 
 
-def test_recent_work_lists_the_two_arcs_before_the_latest() -> None:
+def test_the_commands_line_keeps_an_older_arcs_commands() -> None:
+    # Three arcs of 15 commands each (what an arc keeps): the oldest one's first still gets a place.
+    notes = [arc_note(f"2026-11-2{i}-cmd-{i}123456789e8", title=f"Work {i}", created=f"2026-11-2{i}T09:00:00Z",
+                      last_active=f"2026-11-2{i}T10:00:00Z", commands=[f"tool{i}x{k}" for k in range(15)])
+             for i in range(3)]
+    text = rendered(build(notes), "projects/alpha.md")
+    line = next(line for line in text.splitlines() if line.startswith("- Commands:"))
+    assert "`tool0x0`" in line and "`tool2x14`" in line  # the oldest arc's first, and every command of the latest
+
+
+def test_recent_work_lists_the_arc_before_the_latest() -> None:
     notes = [arc_note(f"2026-11-2{i}-work-{i}123456789e3", title=f"Work {i}", created=f"2026-11-2{i}T09:00:00Z",
                       last_active=f"2026-11-2{i}T10:00:00Z") for i in range(6)]
     text = rendered(build(notes), "projects/alpha.md")
     recent = text[text.index("## Recent work here"):].split("\n## ")[0]
-    assert [line.split(" · ")[1] for line in recent.splitlines() if line.startswith("- 2026")] == [
-        "Work 4", "Work 3"]
+    assert [line.split(" · ")[1] for line in recent.splitlines() if line.startswith("- 2026")] == ["Work 4"]
+    assert "Work 3" not in recent  # older arcs reach the feed through the lessons and the lists below
 
 
 def test_a_row_that_only_repeats_its_project_and_listed_files_is_left_out() -> None:

@@ -8,9 +8,10 @@ order, and only the sections that have something to say:
 1. where we left off: one line with the latest real arc's title, branch, last prompt and files
    in play; open todos; unresolved errors;
 2. signals: this project's open signals, and critical / nuclear ones from anywhere;
-3. recent work here: the two arcs before the latest (title, what, main files, and the
-   lessons and decision that arc taught), real work before single-turn scripted runs; a row
-   whose title only repeats the project and whose files are all listed above is left out;
+3. recent work here: the arc before the latest (title, what, main files, and the lessons and
+   decision that arc taught), real work before single-turn scripted runs; a row whose title
+   only repeats the project and whose files are all listed above is left out (older arcs
+   reach the feed through the lessons and the lists below, one line each, not a row apiece);
 4. lessons and decisions from ``@lesson`` / ``@decision`` markers of the recent arcs without
    a row (the latest, mostly), one dated line per arc (a mined decision that is a question or
    a request to the agent is left out);
@@ -55,12 +56,13 @@ INDEX = f"{FOLDER}/index.json"
 INDEX_VERSION = 1
 PRIORITY = 50
 #: Arcs listed under "recent work", and arcs whose work lists are aggregated.
-RECENT_ARCS = 2
+RECENT_ARCS = 1
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
 MAX_FILES = 60
-#: Commands a project feed lists: more than one arc keeps (15), so an older arc's still get a place.
-MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS, MAX_ERROR_NAMES = 20, 20, 6, 10
+#: Commands a project feed lists: what two arcs keep (15 each) and more, so an older arc's still get a
+#: place (an operator who ran `csrutil status` once last week runs it again).
+MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS, MAX_ERROR_NAMES = 40, 20, 6, 10
 MAX_TODOS, MAX_LESSONS, MAX_DECISIONS, LESSON_ARCS = 8, 3, 1, 3
 ARC_FILES, IN_PLAY_FILES = 5, 8
 #: Scratch files an agent wrote outside the repository: never worth a line.
@@ -86,7 +88,7 @@ RECENT_WORK, RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = "recent-work.md", 5, 
 RECENT_WORK_COMMANDS = 14
 #: How deep into a project's arcs (in :func:`project_arcs` order) any project or recent-work
 #: line can look: a new window above must be counted here (a quiet tick reads only these).
-SHOWN_ARCS = max(RECENT_ARCS + 1, AGGREGATE_ARCS, KEEP_TOP_ARCS, LESSON_ARCS, RECENT_WORK_AGGREGATE)
+SHOWN_ARCS = max(RECENT_ARCS + 2, AGGREGATE_ARCS, KEEP_TOP_ARCS, LESSON_ARCS, RECENT_WORK_AGGREGATE)
 
 
 @dataclass(frozen=True)
@@ -279,12 +281,15 @@ def adds_something(pa: ProjectArc, shown_files: set[str], files: Sequence[str] |
 
 
 def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> tuple[list[FeedItem], set[str]]:
-    """Rows for the arcs before the latest, and their cluster ids; a row carries its arc's
-    lessons and decision: what was done, where, and what it taught, on one line."""
+    """Rows for the arcs before the latest (:data:`RECENT_ARCS`, passing over one that adds
+    nothing), and their cluster ids; a row carries its arc's lessons and decision: what was
+    done, where, and what it taught, on one line."""
     shown = set(files_in_play(arcs[0].arc)) if arcs else set()
     items: list[FeedItem] = []
     on_rows: set[str] = set()
-    for pa in arcs[1 : RECENT_ARCS + 1]:
+    for pa in arcs[1 : RECENT_ARCS + 2]:  # one arc further, in case one adds nothing
+        if len(items) == RECENT_ARCS:
+            break
         if adds_something(pa, shown):
             rank = NEVER if len(items) < KEEP_TOP_ARCS - 1 else RANK_ARC
             line = arc_line(pa, with_project=False)
