@@ -10,6 +10,7 @@ import pytest
 
 from brain import record
 from brain.settings import DEFAULTS, Settings
+from brain.settings import values as settings_values
 
 
 def _real() -> type:
@@ -71,3 +72,19 @@ def test_a_class_needs_frozen_and_a_default_for_every_field() -> None:
 
     with pytest.raises(TypeError, match=r"Bare\.x"):
         record.dataclass(frozen=True)(Bare)
+
+
+def test_values_are_asdict_without_building_the_dataclass_fields() -> None:
+    # A class of its own, so no earlier test has made its __dataclass_fields__ yet.
+    @record.dataclass(frozen=True)
+    class Knobs:
+        name: str = record.field(default="a", metadata={})
+        paths: tuple[str, ...] = record.field(default=("x", "y"), metadata={})
+        root: Path = record.field(default=Path("/v"), metadata={})
+
+    knobs = Knobs(name="b")
+    assert settings_values(knobs) == {"name": "b", "paths": ("x", "y"), "root": Path("/v")}
+    assert type(Knobs.__dict__["__dataclass_fields__"]).__name__ == "_DataclassFields"  # still not built
+    assert settings_values(knobs) == dataclasses.asdict(knobs)
+    mine = Settings(vault=Path("/v"), feed_token_budget=5)
+    assert settings_values(mine) == dataclasses.asdict(mine)

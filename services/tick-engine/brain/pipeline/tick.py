@@ -78,6 +78,7 @@ from brain.io.vault import (
 )
 from brain.pipeline.keeper import KeeperPlan, external_feed_changes, plan_keeper
 from brain.settings import Settings
+from brain.settings import values as settings_values
 
 EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
 STATE_FILE = ".brain/tick-state.json"
@@ -238,7 +239,7 @@ Listing = dict[str, tuple[int, int]]  # vault-relative path -> (size, mtime_ns)
 
 
 def _settings_digest(s: Settings) -> str:
-    tunables = {k: str(v) for k, v in dataclasses.asdict(s).items() if k not in ("now", "llm_api_key", "redis_url")}
+    tunables = {k: str(v) for k, v in settings_values(s).items() if k not in ("now", "llm_api_key", "redis_url")}
     return hashlib.sha1(json.dumps([__version__, tunables], sort_keys=True).encode(),
                         usedforsecurity=False).hexdigest()
 
