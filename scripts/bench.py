@@ -164,14 +164,17 @@ def cli_wall(vault: Path, now: str) -> float:
     return time.perf_counter() - start
 
 
+#: (label, the --now of each tick). Each tick comes on the vault the one before it left. The
+#: CronJob's tick is timed three times, 2 h apart, and reported by its median: one run of it on
+#: this shared machine ranged from 0.36 to 0.55 s on the same 10 000 arcs.
 CADENCE = (
-    ("cold", NOW),
-    ("same instant", NOW),
-    ("+2 h", "2026-11-21T14:00:00Z"),
-    ("+24 h", "2026-11-22T14:00:00Z"),
-    ("+7 d", "2026-11-29T14:00:00Z"),
+    ("cold", (NOW,)),
+    ("same instant", (NOW,)),
+    ("+2 h", ("2026-11-21T14:00:00Z", "2026-11-21T16:00:00Z", "2026-11-21T18:00:00Z")),
+    ("+24 h", ("2026-11-22T18:00:00Z",)),
+    ("+7 d", ("2026-11-29T18:00:00Z",)),
 )
-CHANGED_AT = "2026-11-29T16:00:00Z"
+CHANGED_AT = "2026-11-29T20:00:00Z"
 
 
 def touch_one_percent(vault: Path, seed: int = 11) -> int:
@@ -195,8 +198,9 @@ def bench_vault(count: int, work: Path) -> dict:
     generated = time.perf_counter() - t
     floor = child("floor", vault)
     ticks = []
-    for label, now in CADENCE:
-        ticks.append({"label": label, **child("tick", vault, now)})
+    for label, instants in CADENCE:
+        runs = sorted((child("tick", vault, now) for now in instants), key=lambda run: run["seconds"])
+        ticks.append({"label": label, **runs[len(runs) // 2], "samples": [run["seconds"] for run in runs]})
     changed = touch_one_percent(vault)
     ticks.append({"label": f"1 % changed ({changed})", **child("tick", vault, CHANGED_AT)})
     wall = cli_wall(vault, CHANGED_AT)
@@ -237,9 +241,11 @@ def main() -> None:
         print(f"{r['arcs']:>6} {'floor (list + stat)':<22} {floor_s:>8.3f} {1:>8.1f}x {r['floor']['peak_rss_mb']:>7.0f}MB")
         for tick in r["ticks"]:
             keeper = tick["keeper"]
+            samples = tick.get("samples", [])
+            spread = f" (median of {'/'.join(f'{x:.3f}' for x in samples)})" if len(samples) > 1 else ""
             print(f"{'':>6} {tick['label']:<22} {tick['seconds']:>8.3f} {tick['seconds'] / floor_s:>8.1f}x "
                   f"{tick['peak_rss_mb']:>7.0f}MB {keeper.get('parsed', 0):>7} {tick['changes']:>8}  "
-                  + " ".join(f"{k}={v}" for k, v in tick["phases"].items() if v is not None))
+                  + " ".join(f"{k}={v}" for k, v in tick["phases"].items() if v is not None) + spread)
         print(f"{'':>6} {'CLI wall (same instant)':<22} {r['cli_wall_s']:>8.3f}")
         hook = r["hook"]
         print(f"{'':>6} {'hook session-start':<22} {hook['p50_s']:>8.3f}  p50 of 9 subprocess runs, worst "
