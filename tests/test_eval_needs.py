@@ -185,6 +185,23 @@ def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
     ]
 
 
+def zed_log() -> object:
+    """Claude Code run from Zed: its Read, Edit and Bash arrive as the ``acp`` MCP server's tools."""
+    from tests.eval_logs import _Log
+    return (_Log(S1, "/w/shop", "2026-01-01T10:00").prompt("fix the cart total")
+            .tool("mcp__acp__Read", {"file_path": "/w/shop/src/cart.ts"})
+            .tool("mcp__acp__Edit", {"file_path": "/w/shop/src/money.ts", "old_string": "a", "new_string": "b"})
+            .tool("mcp__acp__Bash", {"command": "cd /w/shop && pnpm lint 2>&1 | head -50"},
+                  "TypeError: x is undefined", error=True))
+
+
+def test_zed_acp_tools_are_the_tools_they_stand_for(tmp_path: Path) -> None:
+    needs = read_needs(locate_claude(zed_log().write(tmp_path).parent.parent)[S1])  # type: ignore[attr-defined]
+    assert [(i.kind, i.key) for i in needs.headline() if i.kind != "entity"] == [
+        ("file", "cart.ts"), ("file", "money.ts"), ("command", "pnpm lint"), ("error", "typeerror"),
+    ]
+
+
 def test_windows_programs_are_named_like_posix_ones() -> None:
     # A program run by its Windows path is its name: no folders, no .exe, no case.
     assert parse_shell('"C:\\Program Files\\Python312\\Python.exe" -m pytest -q') == (["python -m pytest"], [])

@@ -329,6 +329,17 @@ def test_a_session_that_cd_into_a_sub_folder_belongs_to_where_it_started(tmp_pat
     assert by_id(run(other.parent))[SID].cwd == "/work/other"  # no folder holds the other: the most frequent
 
 
+def test_zed_acp_tools_are_read_as_the_tools_they_stand_for(tmp_path: Path) -> None:
+    from tests.test_eval_needs import zed_log
+
+    zed_log().write(tmp_path / "projects")  # type: ignore[attr-defined]
+    [session] = run(tmp_path / "projects", min_turns=0).sessions
+    assert dict(session.files_read) == {"src/cart.ts": 1} and dict(session.files_edited) == {"src/money.ts": 1}
+    assert dict(session.commands) == {"pnpm lint": 1}
+    assert [f.text for f in session.failures] == ["TypeError: x is undefined"]
+    assert dict(session.top_tools) == {"Read": 1, "Edit": 1, "Bash": 1}
+
+
 def test_two_complete_records_on_one_line(tmp_path: Path) -> None:
     folder = project_dir(tmp_path)
     a = json.dumps(user("u1", "first prompt", "2026-05-01T10:00:00.000Z")).encode()

@@ -688,6 +688,9 @@ class _Collector:
 # --- Claude Code --------------------------------------------------------------------------------
 
 _FILE_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit"})
+#: Claude Code run from Zed calls its own tools through an MCP server named ``acp``
+#: (``mcp__acp__Read`` is Read, with Read's input).
+_ACP_PREFIX = "mcp__acp__"
 _HARNESS_PREFIXES = (
     "Caveat:", "<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
     "<local-command-stderr>", "<local-command-caveat>", "<system-reminder>", "<task-notification>",
@@ -767,6 +770,8 @@ def _claude_tool(out: _Collector, block: Mapping[str, Any]) -> None:
     tool_input = block.get("input")
     if not isinstance(tool_input, dict):
         return
+    if isinstance(name, str):
+        name = name.removeprefix(_ACP_PREFIX)
     if name in _FILE_TOOLS:
         for key in ("file_path", "notebook_path"):
             value = tool_input.get(key)
