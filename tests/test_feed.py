@@ -149,6 +149,10 @@ def test_the_index_names_the_folders_each_project_worked_on_from_beside_them() -
     }
     # two files or more, and never a folder with sessions of its own
     assert touched_folders(by_project, {"X:/acg/docs": "docs", "X:/acg/beta": "beta"}) == {"X:/acg/docker": "docs"}
+    # Below the cwd too, two levels deep: a monorepo's packages; never a hidden folder.
+    mono = {"mono": [arc("/w/mono", "packages/app/src/a.vue", "/w/mono/packages/app/b.vue", ".github/x.yml",
+                         ".github/y.yml", "README.md")]}
+    assert touched_folders(mono, {"/w/mono": "mono"}) == {"/w/mono/packages": "mono", "/w/mono/packages/app": "mono"}
 
 
 def test_scripted_one_shot_runs_rank_below_real_work(vault: Path) -> None:

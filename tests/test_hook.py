@@ -395,6 +395,22 @@ def test_a_folder_worked_on_from_beside_it_gets_that_projects_feed(projects: Pat
     assert "is new" in start(projects, "/home/u/src/other").split("\n", 1)[0]
 
 
+def test_a_package_the_repository_worked_in_beats_a_folder_between_where_one_session_started() -> None:
+    # A monorepo's sessions (cwd /w/mono) edited packages/app; one session once started in
+    # /w/mono/packages (its own project, "packages"). A session in packages/app is the monorepo's.
+    index = hook.ProjectIndex(
+        files={"mono": "projects/mono.md", "packages": "projects/packages.md", "other": "projects/other.md"},
+        roots={"/w/mono": "mono", "/w/mono/packages": "packages", "/w/other": "other"},
+        generated=None, ttl=None,
+        touched={"/w/mono/packages": "mono", "/w/mono/packages/app": "mono", "/w/other/lib": "other"},
+    )
+    assert hook.match_project(index, "/w/mono/packages/app/src") == ("mono", hook.TOUCHED)
+    assert hook.match_project(index, "/w/mono/packages") == ("packages", hook.ROOT)  # its own recorded folder
+    assert hook.match_project(index, "/w/mono/packages/cli") == ("packages", hook.ROOT)  # nobody worked there
+    assert hook.match_project(index, "/w/mono/src") == ("mono", hook.ROOT)
+    assert hook.match_project(index, "/w/other/lib/x") == ("other", hook.ROOT)  # the same project: as recorded
+
+
 def test_a_checkout_matched_by_name_is_told_whose_feed_it_gets(projects: Path) -> None:
     text = start(projects, "/mnt/ci/alpha-hotfix")
     first, _, rest = text.partition("\n\n")

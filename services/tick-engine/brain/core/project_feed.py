@@ -48,7 +48,7 @@ from brain.core.redaction import redact
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
 from brain.core.vocab import TOMBSTONE_STATUSES
-from brain.core.worklog import own_files_first, sibling_folder
+from brain.core.worklog import ABSOLUTE_PATH, own_files_first, sibling_folder
 from brain.settings import Settings
 
 FOLDER = "projects"
@@ -510,16 +510,38 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     return feed
 
 
-#: A folder beside a project's recorded cwd where its sessions edited or read at least this many
-#: files (``X:/acg/Odoo_Docker`` worked on from ``X:/acg/Odoo_Docs``): a session opened there is
-#: that project's work, not a new project's.
+#: A folder beside a project's recorded cwd, or below it, where its sessions edited or read at
+#: least this many files (``X:/acg/Odoo_Docker`` worked on from ``X:/acg/Odoo_Docs``,
+#: ``packages/app`` of a monorepo worked on from its root): a session opened there is that
+#: project's work, not a new project's nor the one of a session once started in a folder between.
 TOUCHED_FILES = 2
+#: Folders below a recorded cwd are kept this many levels deep (``packages/app``).
+WORK_FOLDER_DEPTH = 2
+
+
+def work_folders(path: str, cwd: str) -> list[str]:
+    """The folders below ``cwd`` (``/`` separators) holding ``path``, at most
+    :data:`WORK_FOLDER_DEPTH` levels deep, shallowest first; none for a path outside it or in a
+    hidden folder (``.github``)."""
+    base = cwd.rstrip("/")
+    if path.startswith(base + "/"):
+        path = path[len(base) + 1:]
+    elif ABSOLUTE_PATH.match(path) or path.startswith(("~", "../")):
+        return []
+    parts = path.split("/")[:-1][:WORK_FOLDER_DEPTH]
+    out = []
+    for depth, part in enumerate(parts, 1):
+        if not part or part.startswith(".") or part == "..":
+            break
+        out.append(f"{base}/{'/'.join(parts[:depth])}")
+    return out
 
 
 def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[str, object]) -> dict[str, str]:
     """Folder -> the project whose sessions worked there from their own cwd (see
-    :data:`TOUCHED_FILES`), from each project's first :data:`SHOWN_ARCS` arcs (those a quiet
-    tick reads); a recorded cwd is never one (its own sessions say whose it is)."""
+    :data:`TOUCHED_FILES`): beside it, or below it (:func:`work_folders`), from each project's
+    first :data:`SHOWN_ARCS` arcs (those a quiet tick reads); a recorded cwd is never one (its
+    own sessions say whose it is)."""
     seen: dict[tuple[str, str], set[str]] = {}
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
@@ -527,9 +549,10 @@ def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[s
                 continue
             cwd = redact(pa.arc.cwd).replace("\\", "/")
             for path in pa.arc.files:
-                folder = sibling_folder(redact(path).replace("\\", "/"), cwd)
-                if folder and folder not in roots:
-                    seen.setdefault((folder, project), set()).add(path)
+                slashed = redact(path).replace("\\", "/")
+                for folder in (sibling_folder(slashed, cwd), *work_folders(slashed, cwd)):
+                    if folder and folder not in roots:
+                        seen.setdefault((folder, project), set()).add(path)
     best: dict[str, tuple[int, str]] = {}
     for (folder, project), files in seen.items():
         if len(files) >= TOUCHED_FILES and (folder not in best or best[folder] < (len(files), project)):

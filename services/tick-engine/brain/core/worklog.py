@@ -386,7 +386,7 @@ _SPILL_FILE = re.compile(r"/\.claude/projects/[^/]+/[^/]+/tool-results/")
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 
 
-_ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:/)")
+ABSOLUTE_PATH = re.compile(r"^(?:/|[A-Za-z]:/)")
 
 
 #: Files every project has; they rank after the project's own files.
@@ -425,7 +425,7 @@ def sibling_folder(path: str, cwd: str) -> str:
     folder below the deepest one they share (``/w/app`` for ``/w/app/src/a.py`` seen from
     ``/w/docs``); "" for a path inside ``cwd`` or relative, one sharing only the root or the
     drive with it, or a hidden folder (``~/.claude``)."""
-    if not _ABSOLUTE.match(path) or not _ABSOLUTE.match(cwd):
+    if not ABSOLUTE_PATH.match(path) or not ABSOLUTE_PATH.match(cwd):
         return ""
     parts, base = path.split("/"), cwd.rstrip("/").split("/")
     common = 0

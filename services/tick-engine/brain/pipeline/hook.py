@@ -207,21 +207,23 @@ def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
 ROOT, NAME, TOUCHED = "root", "name", "touched"
 
 
-def _deepest(folders: Mapping[str, str], path: str) -> str | None:
-    """The project of ``path`` itself or of the deepest folder of ``folders`` it lies under."""
+def _deepest(folders: Mapping[str, str], path: str) -> tuple[int, str] | None:
+    """(depth, project) of ``path`` itself or of the deepest folder of ``folders`` it lies under
+    (the depth: the folder's length, ``path``'s own for an exact match)."""
     exact = folders.get(path)
     if exact is not None:
-        return exact
+        return len(path), exact
     best: tuple[int, str] | None = None
     for root, project in folders.items():
         if root != "/" and path.startswith(root + "/") and (best is None or len(root) > best[0]):
             best = (len(root), project)
-    return best[1] if best is not None else None
+    return best
 
 
 def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | None:
     """The project a session in ``cwd`` belongs to: the recorded cwd itself, else the deepest
-    recorded root it lies under (a sub-folder, a worktree inside the repository), else a path
+    recorded root it lies under (a sub-folder, a worktree inside the repository) unless a folder
+    between them is one a project's sessions worked in from their own root, else a path
     component named like a project (the same repository checked out elsewhere), else a path
     component that starts with a project's name and a separator (``<repo>-<branch>``), else a
     folder whose files a project's sessions worked on from beside it. A root or a Windows system
@@ -236,8 +238,13 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     if is_system_folder(path):
         return None
     recorded = _deepest(index.roots, path)
+    touched = _deepest(index.touched, path)
     if recorded is not None:
-        return recorded, ROOT
+        if touched is not None and touched[0] > recorded[0] and touched[1] != recorded[1]:
+            # ``repo/packages/app``, where the repo's sessions worked, under ``repo/packages``
+            # where one session once started: the deeper evidence says whose work it is.
+            return touched[1], TOUCHED
+        return recorded[1], ROOT
     by_name = {name.lower(): name for name in index.files}
     components = [c.lower() for c in reversed(path.split("/")) if c.lower() not in GENERIC_COMPONENTS]
     for component in components:
@@ -251,8 +258,7 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
                     and component[len(name)] in "-_."]
         if prefixed:
             return by_name[max(prefixed, key=len)], NAME
-    touched = _deepest(index.touched, path)
-    return (touched, TOUCHED) if touched is not None else None
+    return (touched[1], TOUCHED) if touched is not None else None
 
 
 # --- what a session gets -----------------------------------------------------------------
