@@ -411,6 +411,42 @@ def test_a_package_the_repository_worked_in_beats_a_folder_between_where_one_ses
     assert hook.match_project(index, "/w/other/lib/x") == ("other", hook.ROOT)  # the same project: as recorded
 
 
+def test_a_git_worktree_beside_its_repository_gets_the_repositorys_feed(projects: Path, tmp_path: Path) -> None:
+    # `git worktree add ../fix-login` from /w/alpha: the worktree's .git is a file naming the
+    # repository's .git/worktrees/<name>. The folder above both (beta's, say a home folder) does
+    # not claim it, and neither is it a new project.
+    work = tmp_path / "w"
+    repo = work / "alpha"
+    (repo / ".git" / "worktrees" / "fix-login").mkdir(parents=True)
+    tree = work / "fix-login"
+    (tree / "src").mkdir(parents=True)
+    (tree / ".git").write_text(f"gitdir: {repo}/.git/worktrees/fix-login\n")
+    index = json.loads((projects / "projects" / "index.json").read_text())
+    index["roots"] = {**index["roots"], str(repo): "alpha", str(work): "beta"}
+    (projects / "projects" / "index.json").write_text(json.dumps(index))
+    text = start(projects, str(tree))
+    first, _, rest = text.partition("\n\n")
+    assert first == "# This folder (`fix-login`) is a git worktree of `alpha`; its feed follows"
+    assert "# alpha: where we left off" in rest
+    assert "# alpha: where we left off" in start(projects, str(tree / "src"))  # from a folder inside it
+    assert "# beta: where we left off" in start(projects, str(work / "notes"))  # no worktree: as before
+
+
+def test_which_git_folders_are_worktrees(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    relative = tmp_path / "rel"
+    relative.mkdir()
+    (relative / ".git").write_text("gitdir: ../repo/.git/worktrees/rel\n")
+    submodule = repo / "vendor" / "lib"
+    submodule.mkdir(parents=True)
+    (submodule / ".git").write_text("gitdir: ../../.git/modules/lib\n")
+    assert hook.worktree_repository(str(relative / "a" / "b")) == hook.normal_path(str(repo))
+    assert hook.worktree_repository(str(repo / "src")) is None  # the main checkout
+    assert hook.worktree_repository(str(submodule)) is None  # a submodule is its own repository
+    assert hook.worktree_repository(str(tmp_path / "missing" / "x")) is None
+
+
 def test_a_checkout_matched_by_name_is_told_whose_feed_it_gets(projects: Path) -> None:
     text = start(projects, "/mnt/ci/alpha-hotfix")
     first, _, rest = text.partition("\n\n")

@@ -200,11 +200,13 @@ def normal_path(path: str) -> str:
 
 
 def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
-    found = match_project(index, cwd)
+    found = match_session(index, cwd)
     return found[0] if found is not None else None
 
 
-ROOT, NAME, TOUCHED = "root", "name", "touched"
+ROOT, NAME, TOUCHED, WORKTREE = "root", "name", "touched", "worktree"
+#: How many folders up from the cwd a worktree's ``.git`` file is looked for.
+WORKTREE_DEPTH = 12
 
 
 def _deepest(folders: Mapping[str, str], path: str) -> tuple[int, str] | None:
@@ -259,6 +261,51 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         if prefixed:
             return by_name[max(prefixed, key=len)], NAME
     return (touched[1], TOUCHED) if touched is not None else None
+
+
+def worktree_repository(cwd: str) -> str | None:
+    """The main checkout of the git worktree ``cwd`` lies in (``/`` separators): a linked
+    worktree's ``.git`` is a file, ``gitdir: <repo>/.git/worktrees/<name>`` (``git worktree add
+    ../fix-login``, where a fleet runs its agents side by side). None outside a worktree, in a
+    main checkout or a submodule, or when nothing can be read. At most a few small reads."""
+    import os
+
+    folder = cwd
+    for _ in range(WORKTREE_DEPTH):
+        try:
+            with open(os.path.join(folder, ".git"), "rb") as handle:
+                head = handle.read(4096).decode("utf-8", "replace").strip()
+        except IsADirectoryError:
+            return None  # a main checkout
+        except OSError:
+            parent = os.path.dirname(folder.rstrip("/\\")) or folder
+            if parent == folder:
+                return None
+            folder = parent
+            continue
+        if not head.startswith("gitdir:"):
+            return None
+        target = normal_path(os.path.normpath(os.path.join(folder, head[len("gitdir:"):].strip())))
+        parts = target.rstrip("/").split("/")
+        if len(parts) >= 4 and parts[-2] == "worktrees" and parts[-3] == ".git":
+            return "/".join(parts[:-3]) or "/"
+        return None  # a submodule's gitdir
+    return None
+
+
+def match_session(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | None:
+    """:func:`match_project`, except that a folder in a git worktree whose main checkout is a
+    project's (:func:`worktree_repository`) gets that project, unless the folder itself is a
+    recorded cwd: a worktree made for one task beside the repository is the repository's work,
+    not the work of a folder above it (the home folder) nor a new project."""
+    found = match_project(index, cwd)
+    if not cwd or (found is not None and index.roots.get(normal_path(cwd)) == found[0]):
+        return found
+    repository = worktree_repository(cwd)
+    main = match_project(index, repository) if repository is not None else None
+    if main is not None and (found is None or main[0] != found[0]):
+        return main[0], WORKTREE
+    return found
 
 
 # --- what a session gets -----------------------------------------------------------------
@@ -338,7 +385,7 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
     if folder is None:
         return Context("", None)
     index = load_index(folder)
-    found = match_project(index, cwd) if index is not None else None
+    found = match_session(index, cwd) if index is not None else None
     project = found[0] if found is not None else None
     sections: list[FeedSection] = []
     notes = []
@@ -353,6 +400,8 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
                 notes.append(checkout_note(folder_name(cwd), project))
             elif cwd and found is not None and found[1] == TOUCHED:
                 notes.append(touched_note(folder_name(cwd), project))
+            elif cwd and found is not None and found[1] == WORKTREE:
+                notes.append(worktree_note(folder_name(cwd), project))
     if project is None:
         sections = read_feed(folder)
         if index is not None:
@@ -412,8 +461,14 @@ def checkout_note(folder: str, project: str) -> str:
     return f"# This folder (`{folder[:80]}`) looks like a checkout of `{project[:80]}`; its feed follows"
 
 
+def worktree_note(folder: str, project: str) -> str:
+    """The title over the feed of the project whose repository this worktree belongs to."""
+    return f"# This folder (`{folder[:80]}`) is a git worktree of `{project[:80]}`; its feed follows"
+
+
 def touched_note(folder: str, project: str) -> str:
-    """The title over the feed of the project whose sessions worked on this folder's files from beside it."""
+    """The title over the feed of the project whose sessions worked on this folder's files from
+    another folder (beside it, or the repository root above it)."""
     return f"# Earlier sessions of `{project[:80]}` worked on files in this folder (`{folder[:80]}`); its feed follows"
 
 
