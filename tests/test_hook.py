@@ -432,6 +432,31 @@ def test_a_git_worktree_beside_its_repository_gets_the_repositorys_feed(projects
     assert "# beta: where we left off" in start(projects, str(work / "notes"))  # no worktree: as before
 
 
+def test_a_home_folder_claims_only_the_folders_its_sessions_worked_in() -> None:
+    # One session once ran in /Users/ann (a project named after her); her repositories live below.
+    index = hook.ProjectIndex(
+        files={"ann": "projects/ann.md", "shop": "projects/shop.md", "notes": "projects/notes.md"},
+        roots={"/Users/ann": "ann", "/Users/ann/code/shop": "shop", "C:/Users/ann": "ann"},
+        generated=None, ttl=None,
+        touched={"/Users/ann/Documents/notes": "ann", "/Users/ann/code/shop/lib": "shop"},
+    )
+    assert hook.match_project(index, "/Users/ann") == ("ann", hook.ROOT)  # the home folder itself
+    assert hook.match_project(index, "/Users/ann/Documents/notes/2026") == ("ann", hook.TOUCHED)  # it worked there
+    assert hook.match_project(index, "/Users/ann/Desktop/fix-login") is None  # a new folder: not hers by default
+    assert hook.match_project(index, "C:\\Users\\ann\\work") is None  # nor by her name
+    assert hook.match_project(index, "/Users/ann/code/shop/src") == ("shop", hook.ROOT)  # other roots hold
+    assert hook.match_project(index, "/mnt/ann/x") == ("ann", hook.NAME)  # outside her home, a name still names
+
+
+def test_home_folders() -> None:
+    from brain.core.project import is_home_folder
+
+    for path in ("/Users/ann", "/home/bob/", "/root", "C:\\Users\\ann", "c:/users/ann", "/c/Users/ann"):
+        assert is_home_folder(path), path
+    for path in ("/Users", "/Users/ann/code", "/home", "/srv/ann", "C:/Users", "/"):
+        assert not is_home_folder(path), path
+
+
 def test_which_git_folders_are_worktrees(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from brain.core.project import is_system_folder
+from brain.core.project import is_home_folder, is_system_folder
 from brain.core.project import repository_path as strip_worktree
 
 if TYPE_CHECKING:
@@ -225,12 +225,14 @@ def _deepest(folders: Mapping[str, str], path: str) -> tuple[int, str] | None:
 def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | None:
     """The project a session in ``cwd`` belongs to: the recorded cwd itself, else the deepest
     recorded root it lies under (a sub-folder, a worktree inside the repository) unless a folder
-    between them is one a project's sessions worked in from their own root, else a path
-    component named like a project (the same repository checked out elsewhere), else a path
-    component that starts with a project's name and a separator (``<repo>-<branch>``), else a
-    folder whose files a project's sessions worked on from beside it. A root or a Windows system
-    folder (:func:`~brain.core.project.is_system_folder`) is no project's: a session started
-    there gets the recent work across projects.
+    between them is one a project's sessions worked in from their own root, else a folder a
+    project's sessions worked in from beside it or above it (``touched``), else a path component
+    named like a project (the same repository checked out elsewhere), else a path component
+    that starts with a project's name and a separator (``<repo>-<branch>``). A home folder
+    (:func:`~brain.core.project.is_home_folder`) claims only the folders its sessions worked in,
+    and its user name names no project. A root or a Windows system folder
+    (:func:`~brain.core.project.is_system_folder`) is no project's: a session started there
+    gets the recent work across projects.
 
     Returns the project and how it matched: :data:`ROOT`, :data:`NAME` or :data:`TOUCHED`.
     """
@@ -239,7 +241,10 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     path = normal_path(cwd)
     if is_system_folder(path):
         return None
-    recorded = _deepest(index.roots, path)
+    # A home folder's sessions are about anything: it claims the folders below it where they
+    # worked (``touched``), not every folder below it.
+    recorded = _deepest({root: project for root, project in index.roots.items()
+                         if root == path or not is_home_folder(root)}, path)
     touched = _deepest(index.touched, path)
     if recorded is not None:
         if touched is not None and touched[0] > recorded[0] and touched[1] != recorded[1]:
@@ -247,8 +252,12 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
             # where one session once started: the deeper evidence says whose work it is.
             return touched[1], TOUCHED
         return recorded[1], ROOT
+    if touched is not None:
+        return touched[1], TOUCHED  # where a project's sessions worked before: evidence, not a name
     by_name = {name.lower(): name for name in index.files}
-    components = [c.lower() for c in reversed(path.split("/")) if c.lower() not in GENERIC_COMPONENTS]
+    parts = path.split("/")
+    home = next((len(parts[:i + 1]) for i in range(len(parts)) if is_home_folder("/".join(parts[:i + 1]))), 0)
+    components = [c.lower() for c in reversed(parts[home:]) if c.lower() not in GENERIC_COMPONENTS]
     for component in components:
         found = by_name.get(component)
         if found is not None:
@@ -260,7 +269,7 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
                     and component[len(name)] in "-_."]
         if prefixed:
             return by_name[max(prefixed, key=len)], NAME
-    return (touched[1], TOUCHED) if touched is not None else None
+    return None
 
 
 def worktree_repository(cwd: str) -> str | None:
