@@ -30,7 +30,7 @@ KEEPER = "brain-keeper"
 
 TICK_SCHEDULE = "7 */2 * * *"  # SPEC §13
 # Issue 11 item 5: incremental extraction on the tick's schedule (was daily at 04:07 UTC).
-EXTRACT_SCHEDULE = "*/15 * * * *"  # incremental extraction + keeper: new sessions reach the feed within 15 min
+EXTRACT_SCHEDULE = "*/5 * * * *"  # incremental extraction + keeper: new sessions reach the feed within 5 min
 TICK_INTERVAL_SECONDS = 7200
 UID = 10001
 #: Oldest Kubernetes the charts support (Chart.yaml kubeVersion); the newest is the newest
