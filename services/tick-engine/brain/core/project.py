@@ -60,6 +60,11 @@ def _named_after(worktree: str, repo: str) -> bool:
 _SYSTEM_FOLDER = re.compile(r"^(?:[A-Za-z]:)?(?:/(?:Windows(?:/System32)?)?)?$", re.IGNORECASE)
 
 
+def is_system_folder(path: str) -> bool:
+    """``path`` is a root or a Windows system folder: work started there is no project's."""
+    return _SYSTEM_FOLDER.match(path.replace("\\", "/").rstrip("/")) is not None
+
+
 #: A home folder: ``/Users/<name>``, ``/home/<name>``, ``/root``, ``C:/Users/<name>``.
 _HOME_FOLDER = re.compile(r"^(?:/Users/[^/]+|/home/[^/]+|/root|/[a-zA-Z]/Users/[^/]+|[A-Za-z]:/Users/[^/]+)$",
                           re.IGNORECASE)
@@ -68,9 +73,3 @@ _HOME_FOLDER = re.compile(r"^(?:/Users/[^/]+|/home/[^/]+|/root|/[a-zA-Z]/Users/[
 def is_home_folder(path: str) -> bool:
     """``path`` is a user's home folder, where sessions about anything start."""
     return _HOME_FOLDER.match(path.replace("\\", "/").rstrip("/")) is not None
-
-
-def is_system_folder(path: str) -> bool:
-    """``path`` is a root or a Windows system folder: work started there is no project's."""
-    return _SYSTEM_FOLDER.match(path.replace("\\", "/").rstrip("/")) is not None
-

@@ -531,7 +531,7 @@ def work_folders(path: str, cwd: str) -> list[str]:
     parts = path.split("/")[:-1][:WORK_FOLDER_DEPTH]
     out = []
     for depth, part in enumerate(parts, 1):
-        if not part or part.startswith(".") or part == "..":
+        if not part or part.startswith("."):
             break
         out.append(f"{base}/{'/'.join(parts[:depth])}")
     return out

@@ -17,8 +17,9 @@ path) and :mod:`brain.commands.hook` (typer: help and errors).
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -209,15 +210,17 @@ ROOT, NAME, TOUCHED, WORKTREE = "root", "name", "touched", "worktree"
 WORKTREE_DEPTH = 12
 
 
-def _deepest(folders: Mapping[str, str], path: str) -> tuple[int, str] | None:
+def _deepest(folders: Mapping[str, str], path: str,
+             claims: Callable[[str], bool] = lambda folder: True) -> tuple[int, str] | None:
     """(depth, project) of ``path`` itself or of the deepest folder of ``folders`` it lies under
-    (the depth: the folder's length, ``path``'s own for an exact match)."""
+    among those that ``claims`` the folders below them (the depth: the folder's length,
+    ``path``'s own for an exact match)."""
     exact = folders.get(path)
     if exact is not None:
         return len(path), exact
     best: tuple[int, str] | None = None
     for root, project in folders.items():
-        if root != "/" and path.startswith(root + "/") and (best is None or len(root) > best[0]):
+        if root != "/" and path.startswith(root + "/") and (best is None or len(root) > best[0]) and claims(root):
             best = (len(root), project)
     return best
 
@@ -243,8 +246,7 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         return None
     # A home folder's sessions are about anything: it claims the folders below it where they
     # worked (``touched``), not every folder below it.
-    recorded = _deepest({root: project for root, project in index.roots.items()
-                         if root == path or not is_home_folder(root)}, path)
+    recorded = _deepest(index.roots, path, claims=lambda root: not is_home_folder(root))
     touched = _deepest(index.touched, path)
     if recorded is not None:
         if touched is not None and touched[0] > recorded[0] and touched[1] != recorded[1]:
@@ -256,7 +258,7 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         return touched[1], TOUCHED  # where a project's sessions worked before: evidence, not a name
     by_name = {name.lower(): name for name in index.files}
     parts = path.split("/")
-    home = next((len(parts[:i + 1]) for i in range(len(parts)) if is_home_folder("/".join(parts[:i + 1]))), 0)
+    home = next((i + 1 for i in range(len(parts)) if is_home_folder("/".join(parts[:i + 1]))), 0)
     components = [c.lower() for c in reversed(parts[home:]) if c.lower() not in GENERIC_COMPONENTS]
     for component in components:
         found = by_name.get(component)
@@ -277,8 +279,6 @@ def worktree_repository(cwd: str) -> str | None:
     worktree's ``.git`` is a file, ``gitdir: <repo>/.git/worktrees/<name>`` (``git worktree add
     ../fix-login``, where a fleet runs its agents side by side). None outside a worktree, in a
     main checkout or a submodule, or when nothing can be read. At most a few small reads."""
-    import os
-
     folder = cwd
     for _ in range(WORKTREE_DEPTH):
         try:

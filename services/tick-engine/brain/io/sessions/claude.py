@@ -88,7 +88,7 @@ _EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_pat
 #: Claude Code run from Zed (the Agent Client Protocol) calls its own tools through an MCP server
 #: named ``acp``: ``mcp__acp__Read``, ``mcp__acp__Edit``, ``mcp__acp__Bash`` take the inputs Read,
 #: Edit and Bash take, and are read as them.
-ACP_PREFIX = "mcp__acp__"
+_ACP_PREFIX = "mcp__acp__"
 
 
 def prompt_text(content: Any) -> tuple[str, bool]:
@@ -151,7 +151,7 @@ class _Figures:
         self.tool_calls += 1
         if not isinstance(name, str) or not name:
             return
-        name = name.removeprefix(ACP_PREFIX) or name
+        name = name.removeprefix(_ACP_PREFIX) or name
         self.tools[name] += 1
         data = block.get("input")
         if not isinstance(data, dict):
