@@ -96,9 +96,9 @@ def _apply(vault: Path, count: int, changes: int) -> dict[str, Any]:
         t = time.perf_counter()
         outcome = apply_answer(s, vault, json.dumps(answer(count, changes)), now, target=tx, snapshot=snapshot)
         applied = time.perf_counter() - t
-    figures = outcome.phases["apply"]
-    return {"seconds": applied, "scan_seconds": scanned, "applied": sum(figures["applied"].values()),
-            "read": figures["read"], "written": figures["written"], "rejected": figures["rejected"]}
+    figures = outcome.phases.apply
+    return {"seconds": applied, "scan_seconds": scanned, "applied": sum(figures.applied.values()),
+            "read": figures.read, "written": figures.written, "rejected": figures.rejected}
 
 
 def run(work: Path | None = None) -> dict[str, Any]:

@@ -91,11 +91,7 @@ def _tick(vault: Path | None, brain_feed: Path | None, now: str | None, *, no_ai
             log(f"AI phases skipped: {skip}")
     report = run_tick(s, instant, no_ai=no_ai, dry_run=dry_run, ai_phase=ai_phase, ai_skip_reason=skip,
                       keeper_only=keeper_only)
-    data = report.as_dict()
-    if keeper_only:
-        for name in ("prompt", "llm", "apply"):
-            data["phases"].pop(name, None)
-    emit_report(data, as_json=as_json)
+    emit_report(report.as_dict(), as_json=as_json)
     return report.exit_code
 
 

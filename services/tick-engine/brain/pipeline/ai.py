@@ -48,7 +48,8 @@ from brain.io.llm import Completion, LLMClient, LLMError, client_from_settings
 from brain.io.transaction import Target
 from brain.io.vault import ChangedError, Snapshot, expect_of, read_current
 from brain.pipeline.keeper import KeeperPlan
-from brain.pipeline.tick import AIOutcome, AIPhase
+from brain.pipeline.reports import AIOutcome, AIReports, ApplyReport, LLMReport, PromptReport
+from brain.pipeline.tick import AIPhase
 from brain.settings import Settings, SettingsError
 
 ANSWERS_DIR = ".brain/answers"
@@ -108,37 +109,32 @@ def make_ai_phase(settings: Settings, *, client: LLMClient | None = None) -> AIP
 
     def phase(s: Settings, snapshot: Snapshot, kplan: KeeperPlan, now: datetime, target: Target) -> AIOutcome:
         journal = target.journal  # None in a dry run: no answer, no digest kept
-        phases: dict[str, dict[str, Any]] = {}
         t = time.perf_counter()
         prompt = prompt_for(s, snapshot, now, kplan.decisions)
-        phases["prompt"] = {"ms": _ms(t), "tokens": prompt.tokens, "budget": s.prompt_token_budget,
-                            "sections": prompt.sections, **candidate_summary(prompt.found)}
+        asked = PromptReport(ms=_ms(t), tokens=prompt.tokens, budget=s.prompt_token_budget, sections=prompt.sections,
+                             candidates=candidate_summary(prompt.found))
         key = f"{prompt.digest} {s.llm_model}"
         last = last_prompt(snapshot.vault) if s.llm_skip_unchanged else None
         if last is not None and last[0] == key:
-            skipped = f"prompt unchanged since {last[1]}"
-            phases["llm"] = {"skipped": skipped}
-            phases["apply"] = {"skipped": skipped}
-            return AIOutcome(phases)
+            return AIOutcome(AIReports.skipped(f"prompt unchanged since {last[1]}", prompt=asked))
         t = time.perf_counter()
         try:
             completion = llm.complete(prompt.system, prompt.user, json_schema=ANSWER_SCHEMA)
         except LLMError as exc:
-            phases["llm"] = {"ms": _ms(t), "error": str(exc), "status": exc.status, "attempts": exc.attempts}
-            phases["apply"] = {"skipped": "the LLM call failed"}
-            return AIOutcome(phases, failed=True,
+            called = LLMReport(ms=_ms(t), error=str(exc), status=exc.status, attempts=exc.attempts)
+            return AIOutcome(AIReports(asked, called, ApplyReport(skipped="the LLM call failed")), failed=True,
                              problems=[Problem("llm", None, f"AI phase failed: {exc}; the deterministic feed is fresh")])
-        phases["llm"] = {"ms": _ms(t), **completion.as_dict()}
+        called = LLMReport(ms=_ms(t), completion=completion.as_dict())
         saved, problems = None, []
         if journal is not None:
             try:
                 saved = save_answer(snapshot.vault, journal.tick_id, now, completion, prompt, keep=s.journal_keep)
-                phases["llm"]["answer"] = saved
+                called.answer = saved
             except OSError as exc:  # the audit copy is not worth the tick
                 problems.append(Problem(ANSWERS_DIR, None, f"could not keep the answer: {exc}"))
         outcome = apply_answer(s, snapshot.vault, completion.text, now, target=target, snapshot=snapshot,
                                source=saved or "llm answer")
-        outcome.phases = {**phases, **outcome.phases}
+        outcome.phases.prompt, outcome.phases.llm = asked, called
         outcome.problems = problems + outcome.problems
         outcome.health.update({"input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
                                "cost_usd": completion.cost_usd})
@@ -243,7 +239,7 @@ def apply_answer(
                              redact=redact)
     except AnswerError as exc:
         message = f"unusable answer: {exc}"
-        return AIOutcome({"apply": {"ms": _ms(t), "error": message}}, failed=True,
+        return AIOutcome(AIReports(apply=ApplyReport(ms=_ms(t), error=message)), failed=True,
                          problems=[Problem(source, None, f"AI phase failed, {message}; the deterministic feed is fresh")],
                          health=_health(None))
 
@@ -257,15 +253,9 @@ def apply_answer(
     rejected = [r.as_dict() for r in (*validated.rejected, *planned.rejected)]
     written = set(result.written)
     return AIOutcome(
-        phases={"apply": {
-            "ms": _ms(t),
-            "applied": planned.applied,
-            "changes": planned.diff_lines,
-            "rejected": len(rejected),
-            "read": len(current) + len(unavailable),
-            "written": len(result.written),
-            "created": len(planned.created),
-        }},
+        AIReports(apply=ApplyReport(ms=_ms(t), applied=planned.applied, changes=planned.diff_lines,
+                                    rejected=len(rejected), read=len(current) + len(unavailable),
+                                    written=len(result.written), created=len(planned.created))),
         result=result,
         diff_lines=planned.diff_lines,
         intent=validated.intent,
@@ -308,7 +298,7 @@ def replay_phase(answer_text: str, source: str) -> AIPhase:
     def phase(s: Settings, snapshot: Snapshot, kplan: KeeperPlan, now: datetime, target: Target) -> AIOutcome:
         outcome = apply_answer(s, snapshot.vault, answer_text, now, target=target, snapshot=snapshot, source=source)
         skipped = f"brain apply: the answer comes from {source}"
-        outcome.phases = {"prompt": {"skipped": skipped}, "llm": {"skipped": skipped}, **outcome.phases}
+        outcome.phases.prompt, outcome.phases.llm = PromptReport(skipped=skipped), LLMReport(skipped=skipped)
         return outcome
 
     return phase

@@ -77,6 +77,14 @@ from brain.io.vault import (
     scan,
 )
 from brain.pipeline.keeper import KeeperPlan, external_feed_changes, plan_keeper
+from brain.pipeline.reports import (
+    AIOutcome,
+    AIReports,
+    KeeperReport,
+    PromptReport,
+    TickReport,
+    VerifyReport,
+)
 from brain.settings import Settings
 from brain.settings import values as settings_values
 
@@ -90,133 +98,9 @@ MEMO_DELTA_FILE = ".brain/heat-memo-delta"
 LISTING_FILE = ".brain/tick-listing"
 
 
-@dataclass
-class AIOutcome:
-    """What the AI phases (prompt, llm, apply) report back to the tick."""
-
-    phases: dict[str, dict[str, Any]]
-    result: writer.ApplyResult = field(default_factory=writer.ApplyResult)
-    diff_lines: list[str] = field(default_factory=list)
-    intent: str | None = None
-    rejected: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    failed: bool = False
-    health: dict[str, Any] = field(default_factory=dict)
-    edges_added: int = 0
-
-
 #: (settings, snapshot, keeper plan, now, where its plans go) -> AIOutcome. A dry run's target is a
 #: Preview: the phase plans, applies to it and reports alike, and nothing is written.
 AIPhase = Callable[[Settings, Snapshot, KeeperPlan, datetime, Target], AIOutcome]
-
-
-# --- typed phase reports (JSON only in as_dict) ------------------------------------------------
-
-@dataclass
-class KeeperReport:
-    ms: float = 0.0
-    files: int = 0
-    parsed: int = 0
-    cached: int = 0
-    scan_ms: float | None = None
-    planned: int | None = None
-    remembered: int | None = None  # arcs whose heat the memo gave (not recomputed)
-    unchanged_since: str | None = None
-    amygdala: dict[str, Any] | None = None
-    quiet: bool = False  # the notes came from the last tick's view, not a scan of every file
-
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"ms": self.ms, "files": self.files, "parsed": self.parsed, "cached": self.cached}
-        if self.quiet:
-            data["quiet"] = True
-        if self.unchanged_since is not None:
-            data["unchanged_since"] = self.unchanged_since
-        else:
-            data["scan_ms"] = self.scan_ms
-            data["planned"] = self.planned
-            data["remembered"] = self.remembered
-        if self.amygdala is not None:
-            data["amygdala"] = self.amygdala
-        return data
-
-
-@dataclass
-class VerifyReport:
-    ms: float = 0.0
-    failures: list[Problem] = field(default_factory=list)
-    reread: int = 0
-    unchanged_since: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"ms": self.ms, "ok": not self.failures,
-                                "failures": [f.as_dict() for f in self.failures]}
-        if self.unchanged_since is not None:
-            data["unchanged_since"] = self.unchanged_since
-        else:
-            data["reread"] = self.reread
-        return data
-
-
-@dataclass
-class TickReport:
-    tick_id: str
-    now: datetime
-    dry_run: bool
-    no_ai: bool
-    keeper: KeeperReport = field(default_factory=KeeperReport)
-    verify: VerifyReport = field(default_factory=VerifyReport)
-    #: The AI phases as they reported themselves (prompt, llm, apply); "skipped" ones say why.
-    ai_phases: dict[str, dict[str, Any]] = field(default_factory=dict)
-    stats: dict[str, int] = field(default_factory=dict)
-    result: writer.ApplyResult = field(default_factory=writer.ApplyResult)
-    rejected: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    exit_code: int = EXIT_OK
-    health: dict[str, Any] = field(default_factory=dict)
-    amygdala_failed: bool = False
-    ai_applied: bool = False
-    #: What the scan found changed since the last one (post-scan steps such as a search index use it).
-    delta: ScanDelta = field(default_factory=ScanDelta)
-    feed_rel: str | None = None  # the feed folder inside the vault, if it is there
-
-    def notes_changed(self) -> ScanDelta:
-        """Every note path this tick found or left changed: what the scan saw changed since the
-        last one, plus what the tick itself wrote, moved and deleted (feed files excluded)."""
-        moved_from = {src for src, _ in self.result.moved}
-        feed = f"{self.feed_rel}/" if self.feed_rel else None
-        written = {p for p in self.result.written if p.endswith(".md") and not (feed and p.startswith(feed))}
-        changed = set(self.delta.changed) | written | {dst for _, dst in self.result.moved}
-        removed = (set(self.delta.removed) | moved_from | set(self.result.deleted)) - changed
-        return ScanDelta(tuple(sorted(changed - removed)), tuple(sorted(removed)))
-
-    @property
-    def phases(self) -> dict[str, dict[str, Any]]:
-        return {"keeper": self.keeper.as_dict(), **self.ai_phases, "verify": self.verify.as_dict()}
-
-    def as_dict(self) -> dict[str, Any]:
-        seen: set[tuple[str, int | None, str]] = set()
-        problems = []
-        for p in self.problems:
-            key = (p.path, p.line, p.message)
-            if key not in seen:
-                seen.add(key)
-                problems.append(p.as_dict())
-        return {
-            "tick_id": self.tick_id,
-            "now": iso(self.now),
-            "dry_run": self.dry_run,
-            "no_ai": self.no_ai,
-            "phases": self.phases,
-            "stats": self.stats,
-            "changes": {
-                "written": sorted(set(self.result.written)),
-                "moved": [list(pair) for pair in self.result.moved],
-                "deleted": sorted(set(self.result.deleted)),
-            },
-            "rejected": self.rejected,
-            "problems": problems,
-            "exit_code": self.exit_code,
-        }
 
 
 def new_tick_id(vault: Path, now: datetime, kind: str = "tick") -> str:
@@ -386,7 +270,7 @@ def run_tick(
     vault = s.vault_path
     feed_dir = s.feed_dir
     tick_id = new_tick_id(vault, now)
-    report = TickReport(tick_id, now, dry_run, no_ai or ai_phase is None)
+    report = TickReport(tick_id, now, dry_run, no_ai or ai_phase is None, keeper_only=keeper_only)
     report.feed_rel = feed_relative(vault, feed_dir)
     tick = _Tick(s, now, report, feed_dir, report.feed_rel, ai_phase, ai_skip_reason or "--no-ai", keeper_only,
                  Preview(vault))
@@ -434,7 +318,7 @@ def _health_row(report: TickReport, duration: float) -> dict[str, Any]:
         "output_tokens": None,
         "cost_usd": None,
     }
-    row.update(report.ai_phases.get("llm", {}).get("health", {}))
+    row.update(report.ai.llm.health or {})
     return row
 
 
@@ -512,18 +396,16 @@ def _run(tick: _Tick) -> None:
     if tick.keeper_only:
         pass
     elif tick.ai_phase is None:
-        for name in ("prompt", "llm", "apply"):
-            report.ai_phases[name] = {"skipped": tick.skip_reason}
         # A quiet tick's arcs are the last tick's by construction (changed files keep their standing).
         tick.candidates_key, candidates = _candidates(snapshot, state, same_files=same or tick.partial)
-        report.ai_phases["prompt"].update(candidates)
+        report.ai = AIReports.skipped(tick.skip_reason,
+                                      prompt=PromptReport(skipped=tick.skip_reason, candidates=candidates))
     else:
         outcome = tick.ai_phase(s, snapshot, kplan, now, tick.target)
-        report.ai_phases.update(outcome.phases)
+        report.ai = outcome.phases
         report.result.merge(outcome.result)
         report.rejected.extend(outcome.rejected)
         report.problems.extend(outcome.problems)
-        report.ai_applied = "ms" in outcome.phases.get("apply", {})
         if outcome.failed:
             report.exit_code = EXIT_AI
         if outcome.result.changed or outcome.intent is not None or outcome.diff_lines:
@@ -536,7 +418,7 @@ def _run(tick: _Tick) -> None:
                 extra_diff=kplan.diff_lines + outcome.diff_lines, intent_text=outcome.intent,
             )
             report.keeper.ms += _ms(t)
-        report.ai_phases.setdefault("llm", {})["health"] = outcome.health
+        report.ai.llm.health = outcome.health
         report.stats["edges_added"] = outcome.edges_added
     if isinstance(tick.target, Transaction):
         tick.target.journal.complete()  # every write is done: a crash from here on rolls nothing back
@@ -968,11 +850,10 @@ def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, st
     report.stats = dict(state.get("stats", {}))
     report.problems = [Problem(**p) for p in state.get("problems", [])]
     report.keeper = KeeperReport(ms=_ms(started), files=files, unchanged_since=state.get("tick_id"))
-    for name in ("prompt", "llm", "apply"):
-        report.ai_phases[name] = {"skipped": tick.skip_reason}
     candidates = state.get("candidates")
-    if isinstance(candidates, dict) and isinstance(candidates.get("report"), dict):
-        report.ai_phases["prompt"].update(candidates["report"])
+    saved = candidates.get("report") if isinstance(candidates, dict) else None
+    report.ai = AIReports.skipped(tick.skip_reason, prompt=PromptReport(
+        skipped=tick.skip_reason, candidates=dict(saved) if isinstance(saved, dict) else {}))
     report.verify = VerifyReport(unchanged_since=state.get("tick_id"))
     return True
 
@@ -989,7 +870,6 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         drop_view(vault)
         return
     after = _listing_after(listing, snapshot, report.result)
-    prompt = report.ai_phases.get("prompt", {})
     key = tick.candidates_key or _arcs_key(snapshot)
     state = {
         "tick_id": report.tick_id,
@@ -1000,7 +880,7 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         "fingerprint": fingerprint(tick.s, tick.feed_dir),
         "stats": report.stats,
         "problems": [p.as_dict() for p in report.problems],
-        "candidates": {"key": key, "report": {k: v for k, v in prompt.items() if k.startswith("candidates")}},
+        "candidates": {"key": key, "report": report.ai.prompt.candidates},
         "dashboards": dashboards,
         "index": tick.index_stat,
         "cache": cache_stamp(vault),
