@@ -34,7 +34,7 @@ from typing import Any, Literal
 from brain.core import feed, frontmatter, markers
 from brain.core.text import clean_text, cut
 from brain.core.timeutil import iso, parse_instant
-from brain.core.vocab import ALARM_SEVERITIES, AMYGDALA, SEVERITIES, SEVERITY_RANK
+from brain.core.vocab import ALARM_SEVERITIES, AMYGDALA, AMYGDALA_ACTIVE, SEVERITIES, SEVERITY_RANK
 
 EVENT_RAISED = "signal.raised"
 EVENT_CLEARED = "signal.cleared"
@@ -44,7 +44,7 @@ EVENT_FORMAT_VERSION = "1"
 #: Severity written in a ``signal.cleared`` event.
 CLEARED_SEVERITY = "resolved"
 
-ACTIVE_FEED_NAME = feed.AMYGDALA_ACTIVE
+ACTIVE_FEED_NAME = AMYGDALA_ACTIVE
 ACTIVE_FEED_PRIORITY = 100
 
 #: Bounds on hostile input; longer text is cut on a word boundary with an ellipsis.

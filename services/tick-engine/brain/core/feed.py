@@ -65,17 +65,18 @@ from brain.core.project_feed import (
 )
 from brain.core.redaction import redact
 from brain.core.timeutil import parse_instant
-from brain.core.vocab import ALARM_SEVERITIES, NO_INJECT_STATUSES, SEVERITY_RANK
+from brain.core.vocab import (
+    ALARM_SEVERITIES,
+    HOT_ARCS,
+    INJECT,
+    INTENT,
+    LAST_DIFF,
+    NO_INJECT_STATUSES,
+    SEVERITY_RANK,
+    SIGNALS,
+)
 from brain.settings import Settings
 
-HOT_ARCS, SIGNALS, INJECT, INTENT, LAST_DIFF, AMYGDALA_ACTIVE = (
-    "hot-arcs.md",
-    "signals.md",
-    "inject.md",
-    "intent.md",
-    "last-tick-diff.md",
-    "amygdala-active.md",
-)
 #: Files the keeper rewrites every tick; the others belong to the AI phase or the consumer.
 KEEPER_FILES = (HOT_ARCS, INJECT, SIGNALS)
 KEEP_TOP_HOT = 3

@@ -47,7 +47,7 @@ from brain.core.model import ArcInfo
 from brain.core.redaction import redact
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
-from brain.core.vocab import TOMBSTONE_STATUSES
+from brain.core.vocab import RECENT_WORK, TOMBSTONE_STATUSES
 from brain.core.worklog import ABSOLUTE_PATH, own_files_first, sibling_folder
 from brain.settings import Settings
 
@@ -83,7 +83,7 @@ HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
     "Injected context",
 )
 #: The global ``recent-work.md`` (sessions outside every known project): its rows.
-RECENT_WORK, RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = "recent-work.md", 5, AGGREGATE_ARCS
+RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = 5, AGGREGATE_ARCS
 #: Commands ``recent-work.md`` lists: the operator's habits across projects, a guess for a new one.
 RECENT_WORK_COMMANDS = 14
 #: How deep into a project's arcs (in :func:`project_arcs` order) any project or recent-work

@@ -24,6 +24,18 @@ ALARM_SEVERITIES = frozenset({"critical", "nuclear"})
 EDGE_TYPES = ("parent", "child", "sibling", "related", "unblocks", "supersedes")
 INJECT_TARGETS_FIXED = ("claude.md", "all")
 
+#: The global feed's files (SPEC §7), built by :mod:`brain.core.feed`; named here, where the
+#: session-start hook reads them without importing the feed builder.
+HOT_ARCS, SIGNALS, INJECT, INTENT, LAST_DIFF, AMYGDALA_ACTIVE, RECENT_WORK = (
+    "hot-arcs.md",
+    "signals.md",
+    "inject.md",
+    "intent.md",
+    "last-tick-diff.md",
+    "amygdala-active.md",
+    "recent-work.md",
+)
+
 #: Graduation folder by region (SPEC §7); anything else graduates to left/projects.
 GRADUATION_FOLDERS = {
     "left-hemisphere": "left/projects",

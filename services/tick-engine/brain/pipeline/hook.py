@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from brain.core.project import is_home_folder, is_system_folder
 from brain.core.project import repository_path as strip_worktree
+from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK
 
 if TYPE_CHECKING:
     from brain.settings import Settings
@@ -431,7 +432,6 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
 
 #: Global files a session in a new project does without: the tick's own bookkeeping
 #: (``2 graduated``), and the hot table when ``recent-work.md`` lists the same arcs with their files.
-TICK_DIFF, HOT_TABLE, RECENT_WORK = "last-tick-diff.md", "hot-arcs.md", "recent-work.md"
 
 
 def compact_global(sections: list[FeedSection]) -> list[FeedSection]:
@@ -439,7 +439,7 @@ def compact_global(sections: list[FeedSection]) -> list[FeedSection]:
     index): signals, injects, intent and the recent work across projects; not the tick's diff,
     and not the hot table when the recent work says the same with files and commands."""
     names = {s.name for s in sections}
-    drop = {TICK_DIFF, HOT_TABLE} if RECENT_WORK in names else {TICK_DIFF}
+    drop = {LAST_DIFF, HOT_ARCS} if RECENT_WORK in names else {LAST_DIFF}
     return [s for s in sections if s.name not in drop]
 
 
