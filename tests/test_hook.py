@@ -448,6 +448,38 @@ def test_a_home_folder_claims_only_the_folders_its_sessions_worked_in() -> None:
     assert hook.match_project(index, "/mnt/ann/x") == ("ann", hook.NAME)  # outside her home, a name still names
 
 
+def test_a_folder_named_like_one_a_project_worked_in_elsewhere_gets_that_projects_feed(projects: Path) -> None:
+    # The only sessions on M-Claude ran in the home folder (project "ann") and worked in
+    # /home/ann/M-Claude. A session on another machine, in a worktree app's folder of it or a
+    # checkout, is that work's continuation; a sub-folder's, a short, a common or a shared folder
+    # name names nothing, and neither does a folder inside the checkout.
+    index = hook.ProjectIndex(
+        files={"ann": "projects/ann.md", "shop": "projects/shop.md", "bob": "projects/bob.md"},
+        roots={"/home/ann": "ann", "/w/shop": "shop", "/home/bob": "bob"},
+        generated=None, ttl=None,
+        touched={"/home/ann/M-Claude": "ann", "/home/ann/M-Claude/scripts": "ann", "/home/ann/api": "ann",
+                 "/home/ann/tools": "ann", "/home/bob/tools": "bob", "/w/shop/lib": "shop",
+                 "/home/ann/Documents": "ann", "/home/ann/Desktop/site-redesign": "ann"},
+    )
+    worktree = "C:\\Users\\Ann\\.claude-worktrees\\M-Claude\\unruffled-mcclintock"
+    assert hook.match_project(index, worktree) == ("ann", hook.TOUCHED_NAME)
+    assert hook.match_project(index, "/srv/checkouts/m-claude") == ("ann", hook.TOUCHED_NAME)
+    assert hook.match_project(index, "/srv/checkouts/site-redesign") == ("ann", hook.TOUCHED_NAME)
+    assert hook.match_project(index, "/srv/checkouts/m-claude/lib") is None  # its folder's name is another
+    assert hook.match_project(index, "/srv/x/scripts") is None  # a worked-in sub-folder's name
+    assert hook.match_project(index, "/srv/x/api") is None  # too short to name a repository
+    assert hook.match_project(index, "/srv/x/tools") is None  # two projects worked in folders of that name
+    assert hook.match_project(index, "/Users/cy/Documents") is None  # every home has one
+    assert hook.match_project(index, "/srv/shop/M-Claude") == ("shop", hook.NAME)  # a project's name comes first
+    # What the session reads: ann's feed, under a title that says why.
+    data = json.loads((projects / "projects" / "index.json").read_text())
+    data["touched"] = {"/home/u/src/M-Claude": "alpha"}
+    (projects / "projects" / "index.json").write_text(json.dumps(data))
+    first, _, rest = start(projects, "/Users/ann/.claude-worktrees/M-Claude/brave-turing").partition("\n\n")
+    assert first == "# Earlier sessions of `alpha` worked in a folder named `M-Claude`, like this one; its feed follows"
+    assert "# alpha: where we left off" in rest
+
+
 def test_home_folders() -> None:
     from brain.core.project import is_home_folder
 

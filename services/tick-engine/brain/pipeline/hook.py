@@ -25,7 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from brain.core.project import is_home_folder, is_system_folder
+from brain.core.project import is_home_folder, is_system_folder, project_name
 from brain.core.project import repository_path as strip_worktree
 from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK
 
@@ -206,7 +206,33 @@ def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
     return found[0] if found is not None else None
 
 
-ROOT, NAME, TOUCHED, WORKTREE = "root", "name", "touched", "worktree"
+ROOT, NAME, TOUCHED, WORKTREE, TOUCHED_NAME = "root", "name", "touched", "worktree", "touched-name"
+#: A worked-in folder's name this short (``ui``, ``api``) names no repository elsewhere.
+WORKED_NAME_MIN = 4
+#: Folders every home has, whatever the work in them: they name no repository.
+COMMON_FOLDERS = frozenset({
+    "documents", "desktop", "downloads", "pictures", "music", "videos", "library", "applications", "appdata",
+    "scripts", "script", "docs", "doc", "tests", "test", "notes", "config", "data", "temp", "build", "dist",
+    "bin", "lib", "packages", "apps", "public", "assets", "backup", "backups", "archive", "sandbox", "playground",
+})
+
+
+def _worked_names(touched: Mapping[str, str]) -> dict[str, str]:
+    """The names of the outermost folders projects' sessions worked in (lower case; not their
+    sub-folders, ``M-Claude`` and not ``M-Claude/scripts``) -> the project, where the name can
+    name a repository: not generic nor a folder every home has (:data:`COMMON_FOLDERS`), not a
+    home folder's user name, at least :data:`WORKED_NAME_MIN` characters, and only one project
+    worked in folders of that name."""
+    names: dict[str, str | None] = {}
+    for folder, project in touched.items():
+        name = folder.rsplit("/", 1)[-1].lower()
+        if len(name) < WORKED_NAME_MIN or name in GENERIC_COMPONENTS or name in COMMON_FOLDERS \
+                or is_home_folder(folder):
+            continue
+        if project in (touched.get(folder.rsplit("/", 1)[0]), touched.get(folder.rsplit("/", 2)[0])):
+            continue  # a sub-folder (work folders lie at most two levels below a session's folder)
+        names[name] = project if names.get(name, project) == project else None
+    return {name: project for name, project in names.items() if project is not None}
 #: How many folders up from the cwd a worktree's ``.git`` file is looked for.
 WORKTREE_DEPTH = 12
 
@@ -238,7 +264,13 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     (:func:`~brain.core.project.is_system_folder`) is no project's: a session started there
     gets the recent work across projects.
 
-    Returns the project and how it matched: :data:`ROOT`, :data:`NAME` or :data:`TOUCHED`.
+    A session whose own project name (:func:`~brain.core.project.project_name`: a worktree's is
+    its repository's) is the name of a folder only one project's sessions worked in
+    (:func:`_worked_names`) gets that project, after the project names: the same repository
+    elsewhere, worked on before only from a folder above it.
+
+    Returns the project and how it matched: :data:`ROOT`, :data:`NAME`, :data:`TOUCHED` or
+    :data:`TOUCHED_NAME`.
     """
     if not cwd or not index.files:
         return None
@@ -265,6 +297,12 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         found = by_name.get(component)
         if found is not None:
             return found, NAME
+    # The same repository elsewhere (another machine, a worktree app's folder) where the only
+    # sessions on it worked from a folder above it (a home folder): a session whose project is
+    # ``M-Claude`` continues the work of the project whose sessions worked in ``/home/u/M-Claude``.
+    worked = _worked_names(index.touched).get(project_name(path).lower())
+    if worked is not None:
+        return worked, TOUCHED_NAME
     # A worktree or a second checkout named after its repository: ``spotter-dov``,
     # ``spotter-worktrees/…`` belong to ``spotter`` (the longest such project name wins).
     for component in components:
@@ -412,6 +450,8 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
                 notes.append(touched_note(folder_name(cwd), project))
             elif cwd and found is not None and found[1] == WORKTREE:
                 notes.append(worktree_note(folder_name(cwd), project))
+            elif cwd and found is not None and found[1] == TOUCHED_NAME:
+                notes.append(worked_name_note(project_name(cwd), project))
     if project is None:
         sections = read_feed(folder)
         if index is not None:
@@ -479,6 +519,12 @@ def touched_note(folder: str, project: str) -> str:
     """The title over the feed of the project whose sessions worked on this folder's files from
     another folder (beside it, or the repository root above it)."""
     return f"# Earlier sessions of `{project[:80]}` worked on files in this folder (`{folder[:80]}`); its feed follows"
+
+
+def worked_name_note(name: str, project: str) -> str:
+    """The title over the feed of the project whose sessions worked in a folder named ``name``,
+    like one this session's folder lies in (the same repository, elsewhere)."""
+    return f"# Earlier sessions of `{project[:80]}` worked in a folder named `{name[:80]}`, like this one; its feed follows"
 
 
 def hook_answer(event: str, context: str) -> str:
