@@ -140,6 +140,34 @@ def test_brain_tick_alias_and_module_entry(vault: Path) -> None:
     assert json.loads(result.stdout)["no_ai"] is True
 
 
+def test_a_tick_leaves_at_once_with_its_output_whole_and_its_exit_code(vault: Path, tmp_path: Path) -> None:
+    """``brain tick`` ends with os._exit (no interpreter teardown): stdout and stderr still arrive
+    whole through a pipe, an error keeps its exit code, and teardown work really is skipped (an
+    atexit handler a library left would have run in a normal exit)."""
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-q-0123456789ab", sessions=["a", "b", "c"], tool_calls=900,
+              last_active="2026-11-21T11:00:00Z")
+    marker = tmp_path / "atexit-ran"
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import atexit, pathlib, sys\n"
+        f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'ran')\n"
+        "from brain.launcher import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, str(probe), "tick", "--vault", str(vault), "--no-ai", "--json", "--now", NOW],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)  # the whole JSON report, flushed before leaving
+    assert report["exit_code"] == 0 and report["stats"]["arcs"] == 1
+    assert not marker.exists()  # left without teardown
+    refused = subprocess.run([sys.executable, str(probe), "tick", "--vault", str(tmp_path / "nowhere"), "--no-ai"],
+                             capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and refused.stderr.startswith("Error: "), refused.stderr
+    other = subprocess.run([sys.executable, str(probe), "verify", "--vault", str(vault)],
+                           capture_output=True, text=True, check=False)
+    assert other.returncode == 0 and marker.read_text() == "ran"  # every other command exits as usual
+
+
 def test_every_locking_command_exits_3_naming_the_holder(vault: Path) -> None:
     """One handler turns a held vault lock into the same error line for every command."""
     from brain.io.writer import vault_lock

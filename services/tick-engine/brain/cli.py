@@ -7,7 +7,6 @@ their dependencies lazily so that fast commands (the session-start hook) stay fa
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any
 
 import typer
@@ -91,8 +90,3 @@ for _name in COMMAND_MODULES:
 def main() -> None:
     app()
 
-
-def tick_alias() -> None:
-    """``brain_tick ARGS`` is ``brain tick ARGS``."""
-    sys.argv = [sys.argv[0], "tick", *sys.argv[1:]]
-    app()

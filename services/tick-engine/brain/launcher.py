@@ -9,7 +9,8 @@ unknown option, a bad value) falls through to the typer commands, which say what
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 _FAST_OPTIONS = {
     "session-start": ("--brain-feed", "--format", "--now", "--cwd"),
@@ -56,6 +57,47 @@ def fast_main(argv: Sequence[str]) -> int | None:
     return 0
 
 
+#: Commands that end by leaving the process at once (:func:`leave`): a tick holds tens of
+#: thousands of objects (the listing, the view, the caches) that a normal exit frees one by one.
+QUICK_EXIT_COMMANDS = frozenset({"tick", "keeper"})
+
+
+def leave(code: object) -> NoReturn:
+    """Exit with ``code`` as :class:`SystemExit` would (None is 0, a message goes to stderr and
+    is 1), without tearing the interpreter down: on an unchanged 10 000-arc vault freeing the
+    tick's objects at exit cost 0.1 s, a quarter of the tick. Only once the command is done:
+    every file it wrote is closed (the vault's writes are journaled and synced by the writer),
+    so only the standard streams are left to flush."""
+    import os
+
+    if code is None:
+        status = 0
+    elif isinstance(code, int) and not isinstance(code, bool):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (``brain tick --json | head``): nothing more to say
+            status = status or 1
+    os._exit(status)
+
+
+def _run_cli(run: Callable[[], None]) -> None:
+    """Run the CLI (``run``: its entry function); a quick-exit command leaves at once after it."""
+    if sys.argv[1:2] and sys.argv[1] in QUICK_EXIT_COMMANDS:
+        try:
+            run()
+        except SystemExit as exc:
+            leave(exc.code)
+        leave(0)
+    run()
+
+
 def main() -> None:
     if sys.argv[1:2] == ["hook"]:
         code = fast_main(sys.argv[2:])
@@ -64,10 +106,12 @@ def main() -> None:
             raise SystemExit(code)
     from brain.cli import main as cli_main
 
-    cli_main()
+    _run_cli(cli_main)
 
 
 def tick_alias() -> None:
-    from brain.cli import tick_alias as alias
+    """``brain_tick ARGS`` is ``brain tick ARGS``."""
+    from brain.cli import main as cli_main
 
-    alias()
+    sys.argv = [sys.argv[0], "tick", *sys.argv[1:]]
+    _run_cli(cli_main)
