@@ -101,10 +101,8 @@ def test_set_keys_gives_exactly_the_updated_mapping(base: dict, updates: dict) -
 def _yaml_only(text: str) -> object:
     import yaml
 
-    from brain.core.frontmatter import _Loader
-
     try:
-        return yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=fm._yaml().loader)
     except yaml.YAMLError:
         return "error"
 
@@ -333,3 +331,39 @@ def test_fast_loader_keeps_what_yaml_does_not_call_white_space(value: str) -> No
     fast = fm.fast_load(text)
     assert fast is None or fast == {"a": value, "b": [value]}
     assert fm.load(text) == {"a": value, "b": [value]}
+
+
+def test_the_written_out_resolvers_are_pyyamls_own_without_timestamps_and_yes_no() -> None:
+    """frontmatter.py spells out the implicit resolvers (so a quiet tick never imports PyYAML):
+    they must be SafeLoader's, in its order, minus timestamps, with only true/false as booleans."""
+    import re
+
+    import yaml
+
+    expected: dict[str, list[tuple[str, str, int]]] = {}
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
+        kept = [(tag, r"^(?:true|True|TRUE|false|False|FALSE)$", re.U) if tag.endswith(":bool")
+                else (tag, rx.pattern, rx.flags) for tag, rx in resolvers if not tag.endswith(":timestamp")]
+        if kept:
+            expected[first] = kept
+    written = {first: [(tag, rx.pattern, rx.flags) for tag, rx in found] for first, found in fm._RESOLVERS.items()}
+    assert written == expected
+    assert fm._yaml().loader.yaml_implicit_resolvers == fm._RESOLVERS  # the loader resolves with the same table
+
+
+def test_reading_and_editing_plain_frontmatter_never_imports_pyyaml() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from brain.core import frontmatter as fm\n"
+        "text = 'heat: 3\\nstatus: active\\ntitle: Fix the feed\\nagents:\\n- claude-code\\n'\n"
+        "assert fm.load(text)['heat'] == 3\n"
+        "assert fm.set_scalars(text, {'heat': 5, 'status': 'complete'}) is not None\n"
+        "assert 'yaml' not in sys.modules, 'PyYAML imported'\n"
+        "assert fm.load('a: [1, {b: 2}]\\n') == {'a': [1, {'b': 2}]}\n"
+        "assert 'yaml' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

@@ -31,6 +31,7 @@ from brain.core import inbox
 from brain.core.model import CLUSTER_ID_RE, parse_text
 from brain.core.redaction import redact, redact_obj
 from brain.core.sections import headings
+from brain.core.vocab import INBOX
 from brain.search import index
 from brain.search.query import KINDS
 from brain.search.service import Syncer
@@ -211,7 +212,7 @@ class BrainTools:
         folder = self.vault / "amygdala"
         if folder.is_dir():
             alarms = sorted(p.stem for p in folder.glob("*.md") if not p.is_symlink())
-        pending = self.vault / inbox.INBOX
+        pending = self.vault / INBOX
         return {
             "last_tick": last,
             "indexed": index.counts(self.vault),
@@ -248,7 +249,7 @@ class BrainTools:
         except inbox.InboxError as exc:
             raise ToolError(str(exc)) from None
         n = self.budget.take()
-        rel = f"{inbox.INBOX}/{now.strftime('%Y%m%dT%H%M%SZ')}-{self.budget.session}-{n}.md"
+        rel = f"{INBOX}/{now.strftime('%Y%m%dT%H%M%SZ')}-{self.budget.session}-{n}.md"
         # A new file, never a replacement, in a journaled transaction of its own (`brain undo --tick ID`
         # removes it); a tick holding the vault lock is waited for, briefly.
         journal = new_tick_id(self.vault, now, "mcp")

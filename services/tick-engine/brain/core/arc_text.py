@@ -58,7 +58,8 @@ from brain.core.sections import append_to_section
 from brain.core.session import Lesson, Session, is_joyful
 from brain.core.text import error_names
 from brain.core.timeutil import iso, parse_instant
-from brain.core.worklog import identifiers, own_file_rank, sibling_folder
+from brain.core.worklog import identifiers
+from brain.core.workpaths import own_file_rank, sibling_folder
 from brain.settings import Settings
 
 TITLE_CHARS = 70

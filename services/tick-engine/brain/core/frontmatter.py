@@ -11,30 +11,60 @@ booleans (YAML 1.1's ``yes``/``no``/``on``/``off`` stay strings).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import Any, NamedTuple
 
-import yaml
+#: The implicit resolvers of PyYAML's SafeLoader (YAML 1.1), without timestamps and with only
+#: ``true``/``false`` as booleans, in the loader's order: (tag, pattern, the first characters it
+#: is tried for; a space stands for the empty scalar's key, ""). Written out so that reading and line-editing frontmatter does not import
+#: PyYAML (a quarter of a quiet tick's imports); tests/test_frontmatter.py checks that it is the
+#: table PyYAML's own loader would get.
+_IMPLICIT: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "yYnNtTfFoO"),
+    ("tag:yaml.org,2002:float", re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X), "-+0123456789."),
+    ("tag:yaml.org,2002:int", re.compile(r"""^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", re.X), "-+0123456789"),
+    ("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), "<"),
+    ("tag:yaml.org,2002:null", re.compile(r"""^(?: ~
+                    |null|Null|NULL
+                    | )$""", re.X), "~nN "),
+    ("tag:yaml.org,2002:value", re.compile(r"^(?:=)$"), "="),
+    ("tag:yaml.org,2002:yaml", re.compile(r"^(?:!|&|\*)$"), "!&*"),
+)
+_RESOLVERS: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+for _tag, _pattern, _firsts in _IMPLICIT:
+    for _first in _firsts:
+        _RESOLVERS.setdefault(_first.strip(), []).append((_tag, _pattern))
 
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+class _Yaml(NamedTuple):
+    module: ModuleType
+    loader: Any  # the SafeLoader (C when built) resolving with :data:`_RESOLVERS`
+    dumper: Any
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc]
-    pass
+@functools.cache
+def _yaml() -> _Yaml:
+    """PyYAML, imported when a value needs it (a full parse, a dump)."""
+    import yaml
 
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-# Copy the implicit resolvers without timestamps and without YAML 1.1 yes/no/on/off booleans.
-_Loader.yaml_implicit_resolvers = {}
-for _first, _resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items():
-    _kept = [(tag, rx) for tag, rx in _resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    _kept = [
-        (tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")) if tag == "tag:yaml.org,2002:bool" else (tag, rx)
-        for tag, rx in _kept
-    ]
-    if _kept:
-        _Loader.yaml_implicit_resolvers[_first] = _kept
+    class _Loader(base):  # type: ignore[misc]
+        pass
+
+    _Loader.yaml_implicit_resolvers = {first: list(found) for first, found in _RESOLVERS.items()}
+    return _Yaml(yaml, _Loader, getattr(yaml, "CSafeDumper", yaml.SafeDumper))
 
 
 class FrontmatterError(ValueError):
@@ -129,12 +159,6 @@ _FALSE = frozenset({"false", "False", "FALSE"})
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
 
-_RESOLVERS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
-    first: list(resolvers) for first, resolvers in _Loader.yaml_implicit_resolvers.items() if first is not None
-}
-assert None not in _Loader.yaml_implicit_resolvers  # every implicit resolver is keyed by a first character
-
-
 #: YAML's white space (``str.strip()`` would also take U+00A0 and other characters YAML keeps).
 _BLANKS = " \t"
 
@@ -144,7 +168,7 @@ class _NotSimple(Exception):
 
 
 def _resolved(raw: str) -> Any:
-    """One plain or simply quoted scalar, resolved exactly as :class:`_Loader` would."""
+    """One plain or simply quoted scalar, resolved exactly as the YAML loader would."""
     if raw.startswith("'"):
         if len(raw) < 2 or not raw.endswith("'") or "'" in raw[1:-1].replace("''", ""):
             raise _NotSimple
@@ -294,8 +318,9 @@ def load_plain(frontmatter: str) -> tuple[dict[str, Any], bool]:
     simple = fast_load(frontmatter)
     if simple is not None:
         return simple, True
+    yaml = _yaml().module
     try:
-        value = yaml.load(frontmatter, Loader=_Loader)
+        value = yaml.load(frontmatter, Loader=_yaml().loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the '---' line
@@ -312,9 +337,9 @@ def load_plain(frontmatter: str) -> tuple[dict[str, Any], bool]:
 
 def dump_key(key: str, value: Any) -> str:
     """One top-level key as YAML text, quoted wherever a strict parser would need it."""
-    text: str = yaml.dump(
+    text: str = _yaml().module.dump(
         {key: value},
-        Dumper=_BaseDumper,
+        Dumper=_yaml().dumper,
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,

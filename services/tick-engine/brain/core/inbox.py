@@ -36,10 +36,9 @@ from brain.core.redaction import redact
 from brain.core.sections import append_to_section
 from brain.core.text import cut, strip_marker_syntax
 from brain.core.timeutil import iso
-from brain.core.vocab import CLOSED_STATUSES, SEVERITIES
+from brain.core.vocab import CLOSED_STATUSES, INBOX, SEVERITIES
 from brain.settings import Settings
 
-INBOX = "raw/inbox"
 KINDS = ("lesson", "decision", "todo", "signal")
 SECTIONS = {"lesson": "Lessons", "decision": "Decisions", "todo": "Todos", "signal": "Signals"}
 SIGNAL_SEVERITIES = tuple(s for s in SEVERITIES if s != "resolved")

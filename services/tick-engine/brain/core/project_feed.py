@@ -48,7 +48,7 @@ from brain.core.redaction import redact
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
 from brain.core.vocab import RECENT_WORK, TOMBSTONE_STATUSES
-from brain.core.worklog import ABSOLUTE_PATH, own_files_first, sibling_folder
+from brain.core.workpaths import ABSOLUTE_PATH, own_files_first, sibling_folder
 from brain.settings import Settings
 
 FOLDER = "projects"

@@ -24,6 +24,9 @@ ALARM_SEVERITIES = frozenset({"critical", "nuclear"})
 EDGE_TYPES = ("parent", "child", "sibling", "related", "unblocks", "supersedes")
 INJECT_TARGETS_FIXED = ("claude.md", "all")
 
+#: Where agents and operators leave notes for the next tick to drain (SPEC §15).
+INBOX = "raw/inbox"
+
 #: The global feed's files (SPEC §7), built by :mod:`brain.core.feed`; named here, where the
 #: session-start hook reads them without importing the feed builder.
 HOT_ARCS, SIGNALS, INJECT, INTENT, LAST_DIFF, AMYGDALA_ACTIVE, RECENT_WORK = (

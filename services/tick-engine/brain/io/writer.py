@@ -23,14 +23,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 from brain.core.model import Problem
 from brain.core.plan import DeleteFile, Expect, MoveFile, Plan, WriteFile
@@ -83,7 +84,7 @@ def vault_lock(vault: Path, command: str, *, wait_seconds: float = 0.0) -> Itera
                 except (ValueError, AttributeError):
                     holder = raw or "unknown holder"
                 raise LockHeld(path, holder) from None
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "started": iso(wall_clock())}
+        info = {"pid": os.getpid(), "host": os.uname().nodename, "command": command, "started": iso(wall_clock())}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
         try:
@@ -338,6 +339,8 @@ def _parallel(function: Any, items: list[Any]) -> None:
         for item in items:
             function(item)
         return
+    from concurrent.futures import ThreadPoolExecutor  # only for a write wave this size (and its threads)
+
     with ThreadPoolExecutor(max_workers=FSYNC_WORKERS) as pool:
         list(pool.map(function, items))
 
@@ -454,7 +457,7 @@ _PENDING: list[tuple[str, tuple[int, int, int] | None, Keep]] = []
 #: unlinked. Appended by the workers (list.append is atomic), handled by :func:`flush_discards`.
 _LATE: list[tuple[str, Keep]] = []
 _KEPT: list[Problem] = []
-_DISCARDER: ThreadPoolExecutor | None = None
+_DISCARDER: ThreadPoolExecutor | None = None  # started with the first batch of old images
 DISCARD_WORKERS, DISCARD_BATCH = 2, 128
 
 
@@ -478,6 +481,8 @@ def _send_pending() -> None:
     if not _PENDING:
         return
     if _DISCARDER is None:
+        from concurrent.futures import ThreadPoolExecutor
+
         _DISCARDER = ThreadPoolExecutor(max_workers=DISCARD_WORKERS, thread_name_prefix="brain-discard")
     batch = _PENDING[:]
     _PENDING.clear()

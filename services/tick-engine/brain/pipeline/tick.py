@@ -41,7 +41,6 @@ from brain import __version__
 from brain.core import feed
 from brain.core.candidates import candidate_report
 from brain.core.heat import created_of, forget_inputs, last_active_of
-from brain.core.inbox import INBOX
 from brain.core.keeper import (
     ArcDecision,
     KeeperDecisions,
@@ -55,7 +54,7 @@ from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
-from brain.core.vocab import TOMBSTONE_STATUSES
+from brain.core.vocab import INBOX, TOMBSTONE_STATUSES
 from brain.io import writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
 from brain.io.transaction import Preview, Target, Transaction, transaction
