@@ -247,6 +247,29 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
     assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()
 
 
+def test_a_vault_copied_whole_to_another_folder_keeps_its_caches(tmp_path: Path) -> None:
+    """The caches name no absolute path: a vault moved or copied with its times (``cp -a``, a
+    volume mounted elsewhere) takes the quiet path at its next tick and writes what the
+    original writes; a feed folder inside it counts by its place in the vault."""
+    original = init_vault(tmp_path / "a" / "vault")
+    _quiet_vault(original)
+    t0 = require_instant(NOW)
+    assert run_tick(Settings(vault=original, conscious_cap=4), t0, no_ai=True, dry_run=False).exit_code == 0
+    moved = tmp_path / "b" / "mounted" / "vault"
+    shutil.copytree(original, moved, symlinks=True)  # file times kept, like cp -a
+    later = t0 + QUIET_STEPS[0]
+    a = run_tick(Settings(vault=original, conscious_cap=4), later, no_ai=True, dry_run=False)
+    b = run_tick(Settings(vault=moved, conscious_cap=4, brain_feed=moved / "brain-feed"), later, no_ai=True,
+                 dry_run=False)
+    assert a.exit_code == b.exit_code == 0
+    assert a.keeper.quiet and b.keeper.quiet, b.as_dict()
+    assert _files(original) == _files(moved)
+    assert sorted(a.result.written) == sorted(b.result.written)
+    # Another budget is another plan: the caches do not carry over.
+    other = run_tick(Settings(vault=moved, conscious_cap=3), later + QUIET_STEPS[0], no_ai=True, dry_run=False)
+    assert other.exit_code == 0 and not other.keeper.quiet
+
+
 def test_an_arc_a_quiet_tick_moved_then_deleted_leaves_the_index(tmp_path: Path) -> None:
     """The parse cache still has the arc under its old path (quiet ticks leave it behind); the
     full scan must count the path the view had as gone, or the index keeps a deleted arc."""

@@ -122,9 +122,24 @@ Listing = dict[str, tuple[int, int]]  # vault-relative path -> (size, mtime_ns)
 
 
 def _settings_digest(s: Settings) -> str:
-    tunables = {k: str(v) for k, v in settings_values(s).items() if k not in ("now", "llm_api_key", "redis_url")}
+    """The settings a plan depends on, wherever the vault lies: a folder inside the vault counts
+    by its place in it, so a vault moved or copied whole (``cp -a``, a volume mounted elsewhere)
+    keeps its caches, and its next tick is as cheap as the last one's successor would be. The
+    feed folder counts as the one the tick writes (``--brain-feed`` or the vault's own)."""
+    vault = s.vault_path
+    tunables = {k: _placed(s.feed_dir if k == "brain_feed" else v, vault) for k, v in settings_values(s).items()
+                if k not in ("now", "llm_api_key", "redis_url", "vault")}
     return hashlib.sha1(json.dumps([__version__, tunables], sort_keys=True).encode(),
                         usedforsecurity=False).hexdigest()
+
+
+def _placed(value: object, vault: Path) -> str:
+    if isinstance(value, Path) and value.is_absolute():
+        try:
+            return f"<vault>/{value.relative_to(vault).as_posix()}"
+        except ValueError:
+            pass
+    return str(value)
 
 
 def fingerprint(s: Settings, feed_dir: Path) -> str:
