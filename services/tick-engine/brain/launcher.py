@@ -58,8 +58,9 @@ def fast_main(argv: Sequence[str]) -> int | None:
 
 
 #: Commands that end by leaving the process at once (:func:`leave`): a tick holds tens of
-#: thousands of objects (the listing, the view, the caches) that a normal exit frees one by one.
-QUICK_EXIT_COMMANDS = frozenset({"tick", "keeper"})
+#: thousands of objects (the listing, the view, the caches) that a normal exit frees one by one;
+#: extraction and clustering run with the keeper every few minutes (the Helm chart's extract job).
+QUICK_EXIT_COMMANDS = frozenset({"tick", "keeper", "extract", "cluster"})
 
 
 def leave(code: object) -> NoReturn:
