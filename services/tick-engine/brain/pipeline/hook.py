@@ -233,6 +233,8 @@ def _worked_names(touched: Mapping[str, str]) -> dict[str, str]:
             continue  # a sub-folder (work folders lie at most two levels below a session's folder)
         names[name] = project if names.get(name, project) == project else None
     return {name: project for name, project in names.items() if project is not None}
+
+
 #: How many folders up from the cwd a worktree's ``.git`` file is looked for.
 WORKTREE_DEPTH = 12
 
