@@ -318,9 +318,10 @@ def load_plain(frontmatter: str) -> tuple[dict[str, Any], bool]:
     simple = fast_load(frontmatter)
     if simple is not None:
         return simple, True
-    yaml = _yaml().module
+    parts = _yaml()
+    yaml = parts.module
     try:
-        value = yaml.load(frontmatter, Loader=_yaml().loader)
+        value = yaml.load(frontmatter, Loader=parts.loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the '---' line
@@ -337,9 +338,10 @@ def load_plain(frontmatter: str) -> tuple[dict[str, Any], bool]:
 
 def dump_key(key: str, value: Any) -> str:
     """One top-level key as YAML text, quoted wherever a strict parser would need it."""
-    text: str = _yaml().module.dump(
+    parts = _yaml()
+    text: str = parts.module.dump(
         {key: value},
-        Dumper=_yaml().dumper,
+        Dumper=parts.dumper,
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,

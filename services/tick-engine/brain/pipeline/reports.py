@@ -132,9 +132,12 @@ class AIReports:
     apply: ApplyReport = field(default_factory=ApplyReport)
 
     @classmethod
-    def skipped(cls, reason: str, *, prompt: PromptReport | None = None) -> AIReports:
-        """Every AI phase skipped for ``reason`` (``prompt``: the one that did run before the skip)."""
-        return cls(prompt or PromptReport(skipped=reason), LLMReport(skipped=reason), ApplyReport(skipped=reason))
+    def skipped(cls, reason: str, *, prompt: PromptReport | None = None,
+                candidates: dict[str, Any] | None = None) -> AIReports:
+        """Every AI phase skipped for ``reason``. ``prompt``: the one that did run before the skip;
+        else a skipped prompt that still reports ``candidates`` (the ``--no-ai`` report)."""
+        asked = prompt or PromptReport(skipped=reason, candidates=candidates or {})
+        return cls(asked, LLMReport(skipped=reason), ApplyReport(skipped=reason))
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {"prompt": self.prompt.as_dict(), "llm": self.llm.as_dict(), "apply": self.apply.as_dict()}

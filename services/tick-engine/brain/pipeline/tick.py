@@ -80,7 +80,6 @@ from brain.pipeline.reports import (
     AIOutcome,
     AIReports,
     KeeperReport,
-    PromptReport,
     TickReport,
     VerifyReport,
 )
@@ -412,8 +411,7 @@ def _run(tick: _Tick) -> None:
     elif tick.ai_phase is None:
         # A quiet tick's arcs are the last tick's by construction (changed files keep their standing).
         tick.candidates_key, candidates = _candidates(snapshot, state, same_files=same or tick.partial)
-        report.ai = AIReports.skipped(tick.skip_reason,
-                                      prompt=PromptReport(skipped=tick.skip_reason, candidates=candidates))
+        report.ai = AIReports.skipped(tick.skip_reason, candidates=candidates)
     else:
         outcome = tick.ai_phase(s, snapshot, kplan, now, tick.target)
         report.ai = outcome.phases
@@ -866,8 +864,7 @@ def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, st
     report.keeper = KeeperReport(ms=_ms(started), files=files, unchanged_since=state.get("tick_id"))
     candidates = state.get("candidates")
     saved = candidates.get("report") if isinstance(candidates, dict) else None
-    report.ai = AIReports.skipped(tick.skip_reason, prompt=PromptReport(
-        skipped=tick.skip_reason, candidates=dict(saved) if isinstance(saved, dict) else {}))
+    report.ai = AIReports.skipped(tick.skip_reason, candidates=dict(saved) if isinstance(saved, dict) else None)
     report.verify = VerifyReport(unchanged_since=state.get("tick_id"))
     return True
 
