@@ -29,11 +29,39 @@ and type names (``password: string``). Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from brain.core.text import repair_surrogates
+
+
+class _Lazy:
+    """A pattern compiled on first use. A process redacts text holding few of the needles
+    (:func:`needles`), and compiling every pattern up front cost each ``brain`` process 20 ms."""
+
+    __slots__ = ("_compiled", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self.pattern, self.flags = pattern, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, self.flags)
+        return self._compiled
+
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        return self.compiled().sub(repl, text)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self.compiled().match(text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.compiled().search(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.compiled().finditer(text)
 
 REDACTED = "[REDACTED]"
 
@@ -41,7 +69,7 @@ _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 
 # Values that are placeholders, references, types or counts, never secrets.
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = _Lazy(
     r"""^(?:
         .*REDACTED.*                                  # REDACTED_API_KEY, [REDACTED], redacted://...
       | \$.* | %\(.* | \{\{.* | <.*> | \[.*\]         # $VAR, ${VAR}, %(x)s, {{ x }}, <your-key>, [x]
@@ -56,16 +84,16 @@ _PLACEHOLDER = re.compile(
 )
 
 # The name of an assignment whose value is a secret (checked on the whole identifier).
-_SECRET_NAME = re.compile(
+_SECRET_NAME = _Lazy(
     r"secret|token|passw(?:or)?d|passphrase|api[_-]?key|private[_-]?key|access[_-]?key|account[_-]?key"
     r"|auth[_-]?key|session[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|^pwd$|^pass$",
     re.IGNORECASE,
 )
-_SECRET_ENV_NAME = re.compile(
+_SECRET_ENV_NAME = _Lazy(
     r"^[A-Z][A-Z0-9_]*_(?:KEY|PASS|PASSWD|PASSWORD|PWD|SECRET|TOKEN|PAT|CREDENTIALS?)(?:_[A-Z0-9]+)?$"
 )
 # Token-ish names that are never secrets even though they contain a secret word.
-_NOT_SECRET_NAME = re.compile(
+_NOT_SECRET_NAME = _Lazy(
     r"tokeni[sz]e|tokens$|tokens?_?(?:count|limit|usage|budget|type|ids?)$|token_?type|keyboard"
     r"|^keys?_?(?:path|file|id|name|type|count)$",
     re.IGNORECASE,
@@ -78,7 +106,7 @@ def _is_placeholder(value: str) -> bool:
 
 # Names that hold a secret only sometimes (`key`, `auth`, `hmac`, `hmac`): their value is
 # redacted when it looks random (long, letters and digits mixed, many distinct characters).
-_LOOSE_SECRET_NAME = re.compile(r"(?:^|[_.-])(?:key|auth|hmac|creds?|credentials?)$", re.IGNORECASE)
+_LOOSE_SECRET_NAME = _Lazy(r"(?:^|[_.-])(?:key|auth|hmac|creds?|credentials?)$", re.IGNORECASE)
 
 
 def _looks_random(value: str) -> bool:
@@ -93,10 +121,11 @@ def _looks_random(value: str) -> bool:
 
 @dataclass(frozen=True)
 class _Pass:
-    """One compiled pattern; every pattern starts with a literal so the engine skips ahead fast."""
+    """One pattern (compiled on first use); every pattern starts with a literal so the engine
+    skips ahead fast."""
 
     name: str
-    pattern: re.Pattern[str]
+    pattern: _Lazy
     handler: Callable[[re.Match[str]], str]
 
 
@@ -276,7 +305,7 @@ _ANCHOR_GUARD = {
     "OKEN": r"(?!S(?![A-Za-z])|S_|_?(?:COUNT|TYPE|USAGE|LIMIT)(?![A-Za-z]))",
 }
 _ASSIGN_PASSES = tuple(
-    _Pass("assign", re.compile((anchor if anchor.startswith("(") else re.escape(anchor)) + _ANCHOR_GUARD.get(anchor, "")
+    _Pass("assign", _Lazy((anchor if anchor.startswith("(") else re.escape(anchor)) + _ANCHOR_GUARD.get(anchor, "")
                                + _ASSIGN_TAIL), _assignment)
     for anchor in _ASSIGN_ANCHORS
 )
@@ -289,25 +318,25 @@ def _redact_assignments(text: str) -> str:
 
 
 _PASSES: tuple[_Pass, ...] = (
-    _Pass("pem", re.compile(_PEM), _whole),
-    _Pass("openai", re.compile(_TOKEN_PATTERNS[0]), _openai),
-    *(_Pass("token", re.compile(rx), _whole) for rx in _TOKEN_PATTERNS[1:]),
-    _Pass("telegram", re.compile(r":[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), _telegram),
-    _Pass("aws", re.compile(r"ecret(?:_access_key|AccessKey|_key)" + _AWS_TAIL), _value("aws_val")),
-    _Pass("aws", re.compile(r"ECRET(?:_ACCESS_KEY|_KEY)" + _AWS_TAIL), _value("aws_val")),
-    _Pass("auth", re.compile(r"uthorization" + _AUTH_TAIL), _value("auth_val", lead="Aa")),
-    _Pass("auth", re.compile(r"UTHORIZATION" + _AUTH_TAIL), _value("auth_val", lead="A")),
-    _Pass("cookie", re.compile(r"ookie[\"']?\s{0,5}:\s{0,5}[\"']?(?P<ck_val>[^\s\"'][^\r\n\"']{7,})"),
+    _Pass("pem", _Lazy(_PEM), _whole),
+    _Pass("openai", _Lazy(_TOKEN_PATTERNS[0]), _openai),
+    *(_Pass("token", _Lazy(rx), _whole) for rx in _TOKEN_PATTERNS[1:]),
+    _Pass("telegram", _Lazy(r":[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), _telegram),
+    _Pass("aws", _Lazy(r"ecret(?:_access_key|AccessKey|_key)" + _AWS_TAIL), _value("aws_val")),
+    _Pass("aws", _Lazy(r"ECRET(?:_ACCESS_KEY|_KEY)" + _AWS_TAIL), _value("aws_val")),
+    _Pass("auth", _Lazy(r"uthorization" + _AUTH_TAIL), _value("auth_val", lead="Aa")),
+    _Pass("auth", _Lazy(r"UTHORIZATION" + _AUTH_TAIL), _value("auth_val", lead="A")),
+    _Pass("cookie", _Lazy(r"ookie[\"']?\s{0,5}:\s{0,5}[\"']?(?P<ck_val>[^\s\"'][^\r\n\"']{7,})"),
           _value("ck_val", lead="Cc")),
-    _Pass("bearer", re.compile(r"earer" + _BEARER_TAIL), _value("bearer_val", lead="Bb")),
-    _Pass("bearer", re.compile(r"EARER" + _BEARER_TAIL), _value("bearer_val", lead="B")),
+    _Pass("bearer", _Lazy(r"earer" + _BEARER_TAIL), _value("bearer_val", lead="Bb")),
+    _Pass("bearer", _Lazy(r"EARER" + _BEARER_TAIL), _value("bearer_val", lead="B")),
     # URL userinfo: everything up to the last "@" before the host, so a password holding "@", ":", "#", "?"
     # or other reserved characters goes whole (user name included: it is often a token too).
-    _Pass("url", re.compile(r"://(?P<url_val>[^\s/:@'\"<>]{0,100}:[^\s/'\"<>]{1,200})@(?=[^\s/@'\"<>]+)"),
+    _Pass("url", _Lazy(r"://(?P<url_val>[^\s/:@'\"<>]{0,100}:[^\s/'\"<>]{1,200})@(?=[^\s/@'\"<>]+)"),
           _userinfo),
     _Pass(
         "flag",
-        re.compile(
+        _Lazy(
             r"--(?:password|passwd|token|api-key|apikey|secret|client-secret|access-key|auth-token)[ =]"
             r"(?P<fl_val>[^\s'\"`-][^\s'\"`]{3,400})"
         ),
@@ -342,7 +371,7 @@ def _top_level_alternation(source: str) -> bool:
     return False
 
 
-def needles(pattern: re.Pattern[str]) -> tuple[str, ...]:
+def needles(pattern: _Lazy) -> tuple[str, ...]:
     """Strings one of which every match of ``pattern`` starts with (empty: none known).
 
     The literal the pattern is anchored on (``sk-``, ``ecret``, ``://``), or each alternative of
