@@ -288,3 +288,76 @@ def test_a_tick_from_the_command_line_does_not_load_pydantic(vault: Path) -> Non
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.split()[-2:] == ["False", "0"], done.stderr
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--vault", "V", "--no-ai", "--json"], {"--vault": "V", "--no-ai": True, "--json": True}),
+    (["--vault=V", "--now", "2026-11-21T12:00:00Z", "--vault", "W"], {"--vault": "W", "--now": "2026-11-21T12:00:00Z"}),
+    (["--llm-url", "http://x:1/v1", "--model", "m", "--dry-run"],
+     {"--llm-url": "http://x:1/v1", "--model": "m", "--dry-run": True}),
+    ([], {}),
+])
+def test_the_tick_fast_path_reads_the_tick_options(argv: list[str], expected: dict[str, object]) -> None:
+    from brain.launcher import tick_options
+
+    assert tick_options("tick", argv) == expected
+
+
+@pytest.mark.parametrize(("command", "argv"), [
+    ("tick", ["--help"]), ("tick", ["-h"]), ("tick", ["--bogus"]), ("tick", ["stray"]), ("tick", ["--vault"]),
+    ("tick", ["--vault", "--no-ai"]), ("tick", ["--vault="]), ("tick", ["--no-ai=1"]), ("keeper", ["--no-ai"]),
+    ("keeper", ["--llm-url", "u"]), ("verify", []),
+])
+def test_anything_else_goes_to_the_typer_command(command: str, argv: list[str]) -> None:
+    from brain.launcher import tick_options
+
+    assert tick_options(command, argv) is None
+
+
+def _brain_process(args: list[str], *, importtime: bool = False) -> subprocess.CompletedProcess[str]:
+    flags = ["-X", "importtime"] if importtime else []
+    return subprocess.run([sys.executable, *flags, "-m", "brain", *args], capture_output=True, text=True, check=False)
+
+
+def _typer_process(args: list[str]) -> subprocess.CompletedProcess[str]:
+    code = "import sys\nfrom brain.cli import main\nsys.argv = ['brain', *sys.argv[1:]]\nmain()\n"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
+
+
+def _without_timings(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if not k.endswith("ms")}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def test_a_tick_runs_without_building_the_typer_commands_and_says_what_the_typer_command_says(
+        vault: Path, tmp_path: Path) -> None:
+    """The 2-hourly ``brain tick`` skips typer and click (60-90 ms of imports): same report,
+    same errors, same exit codes as the typer command; ``--help`` still reaches typer."""
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-q-0123456789ab", sessions=["a", "b", "c"], tool_calls=900,
+              last_active="2026-11-21T11:00:00Z")
+    twin = tmp_path / "twin"
+    subprocess.run(["cp", "-a", str(vault), str(twin)], check=True)
+    fast = _brain_process(["tick", "--vault", str(vault), "--no-ai", "--json", "--now", NOW], importtime=True)
+    assert fast.returncode == 0, fast.stderr
+    loaded = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in fast.stderr.splitlines()
+              if line.startswith("import time:")}
+    assert {"brain", "typer", "click"} & loaded == {"brain"}
+    slow = _typer_process(["tick", "--vault", str(twin), "--no-ai", "--json", "--now", NOW])
+    assert slow.returncode == 0, slow.stderr
+    ours, theirs = json.loads(fast.stdout), json.loads(slow.stdout)
+    assert ours["stats"]["arcs"] == 1 and ours["changes"]["written"]
+    assert _without_timings(ours) == _without_timings(theirs)
+    notes, twins = (tree_digest(root, include_state=False) for root in (vault, twin))
+    assert notes.pop("brain-feed/health.jsonl") and twins.pop("brain-feed/health.jsonl")  # each tick's own timings
+    assert notes == twins
+    for args in (["tick", "--vault", str(vault), "--now", "yesterday", "--no-ai"],
+                 ["keeper", "--vault", str(tmp_path / "nowhere")],
+                 ["tick", "--vault", str(vault / "clusters"), "--no-ai"]):
+        ours_, theirs_ = _brain_process(args), _typer_process(args)
+        assert (ours_.returncode, ours_.stderr) == (theirs_.returncode, theirs_.stderr) == (2, ours_.stderr)
+        assert ours_.stderr.startswith("Error: ")
+    helped = _brain_process(["tick", "--help"])
+    assert helped.returncode == 0 and "--no-ai" in helped.stdout

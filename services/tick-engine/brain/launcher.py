@@ -1,9 +1,11 @@
-"""The ``brain`` entry point: answers the hooks without building the CLI, then runs the CLI.
+"""The ``brain`` entry point: answers the hooks and runs a tick without building the CLI,
+then runs the CLI.
 
-``brain hook session-start`` runs at every agent session start, so it must not pay for
-building the full command tree (typer, click and every command module: ~60 ms of imports).
-:func:`fast_main` parses the hooks' few options by hand; anything else (``--help``, an
-unknown option, a bad value) falls through to the typer commands, which say what is wrong.
+``brain hook session-start`` runs at every agent session start, and ``brain tick`` every two
+hours, so neither pays for building the full command tree (typer, click and every command
+module: 60-90 ms of imports). :func:`fast_main` and :func:`fast_tick` parse their few options
+by hand; anything else (``--help``, an unknown option, a bad value) falls through to the typer
+commands, which say what is wrong.
 """
 
 from __future__ import annotations
@@ -57,6 +59,67 @@ def fast_main(argv: Sequence[str]) -> int | None:
     return 0
 
 
+#: ``brain tick`` and ``brain keeper`` options: those that take a value, and the on/off flags.
+_TICK_VALUES = {
+    "tick": ("--vault", "--brain-feed", "--now", "--llm-url", "--model"),
+    "keeper": ("--vault", "--brain-feed", "--now"),
+}
+_TICK_FLAGS = {"tick": ("--no-ai", "--dry-run", "--json"), "keeper": ("--dry-run", "--json")}
+
+
+def tick_options(command: str, argv: Sequence[str]) -> dict[str, str | bool] | None:
+    """``brain tick|keeper ARGS`` as its options (``--vault V`` or ``--vault=V``; the last of a
+    repeated one wins, as in the typer command), or None when only the typer command can read
+    them: ``--help``, an unknown option, a stray argument, a value missing, empty or starting
+    with ``-``."""
+    if command not in _TICK_VALUES:
+        return None
+    options: dict[str, str | bool] = {}
+    rest = list(argv)
+    while rest:
+        name, equals, value = rest.pop(0).partition("=")
+        if name in _TICK_FLAGS[command] and not equals:
+            options[name] = True
+            continue
+        if name not in _TICK_VALUES[command]:
+            return None
+        if not equals:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if not value or value.startswith("-"):
+            return None
+        options[name] = value
+    return options
+
+
+def fast_tick(command: str, argv: Sequence[str]) -> int | None:
+    """``brain tick|keeper ARGS`` without typer: the exit code, or None when the arguments need
+    the full CLI. Runs the command's own body (:func:`brain.commands.ticking.tick_body`), so its
+    output, errors and exit codes are the typer command's."""
+    options = tick_options(command, argv)
+    if options is None:
+        return None
+    from pathlib import Path
+
+    from brain.commands._base import outcome
+    from brain.commands.ticking import tick_body
+
+    def path(name: str) -> Path | None:
+        value = options.get(name)
+        return Path(value) if isinstance(value, str) else None
+
+    def text(name: str) -> str | None:
+        value = options.get(name)
+        return value if isinstance(value, str) else None
+
+    keeper = command == "keeper"
+    return outcome(lambda: tick_body(path("--vault"), path("--brain-feed"), text("--now"),
+                                     no_ai=keeper or "--no-ai" in options, dry_run="--dry-run" in options,
+                                     as_json="--json" in options, llm_url=text("--llm-url"), model=text("--model"),
+                                     keeper_only=keeper))
+
+
 #: Commands that end by leaving the process at once (:func:`leave`): a tick holds tens of
 #: thousands of objects (the listing, the view, the caches) that a normal exit frees one by one;
 #: extraction and clustering run with the keeper every few minutes (the Helm chart's extract job).
@@ -105,6 +168,10 @@ def main() -> None:
         if code is not None:
             sys.stdout.flush()
             raise SystemExit(code)
+    if sys.argv[1:2] and sys.argv[1] in _TICK_VALUES:
+        code = fast_tick(sys.argv[1], sys.argv[2:])
+        if code is not None:
+            leave(code)
     from brain.cli import main as cli_main
 
     _run_cli(cli_main)
@@ -112,6 +179,10 @@ def main() -> None:
 
 def tick_alias() -> None:
     """``brain_tick ARGS`` is ``brain tick ARGS``."""
+
+    code = fast_tick("tick", sys.argv[1:])
+    if code is not None:
+        leave(code)
     from brain.cli import main as cli_main
 
     sys.argv = [sys.argv[0], "tick", *sys.argv[1:]]

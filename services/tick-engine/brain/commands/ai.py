@@ -102,7 +102,7 @@ def apply(
     """
 
     def body() -> int:
-        from brain.commands.vault import emit_report
+        from brain.commands.ticking import emit_report
         from brain.core.recommendations import MAX_ANSWER_CHARS
         from brain.pipeline.ai import replay_phase, unwrap_saved
         from brain.pipeline.tick import run_tick
