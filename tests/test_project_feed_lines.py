@@ -183,3 +183,20 @@ def test_an_older_arcs_commands_keep_a_place_beside_the_latest_arcs_fifteen() ->
                      last_active="2026-11-19T10:00:00Z", commands=["mix ash.codegen", "mix ecto.migrate"])
     (line,) = lines_starting(rendered([latest, older]), "- Commands:")
     assert "`mix ash.codegen`" in line and "`mix ecto.migrate`" in line
+
+
+def test_a_long_path_keeps_its_file_name_and_a_new_projects_row_lists_ten_files() -> None:
+    """A path cut at its end loses the name a reader (and a search) knows it by: the folders in
+    the middle give way instead. A new project often repeats a recent one's stack, so a
+    recent-work row lists ten of its files."""
+    deep = "S:/01_Repos/BeFirst_Portal/firstronic/Areas/Planning/Views/Status/Timeline.cshtml"
+    files = [deep, *(f"app/Http/Controllers/C{i}Controller.php" for i in range(11))]
+    notes = [arc_note("2026-11-21-a-0123456789e1", title="Planning timeline", project="portal", files=files)]
+    row = lines_starting(rendered(notes, "recent-work.md"), "- 2026")[0]
+    assert "`S:/…/BeFirst_Portal/firstronic/Areas/Planning/Views/Status/Timeline.cshtml`" in row
+    listed = row.split("; files: ")[1].split(", ")
+    assert len(listed) == 8  # every file an arc keeps in play (IN_PLAY_FILES), up to ten
+    deeper = "S:/01_Repos/BeFirst_Portal/firstronic/Areas/Planning/Views/Status/Partials/Shared/Components/Timeline.cshtml"
+    own = rendered([arc_note("2026-11-21-a-0123456789e2", title="Timeline", project="portal", files=[deeper])],
+                   "projects/portal.md")
+    assert "files in play: `S:/…/firstronic/Areas/Planning/Views/Status/Partials/Shared/Components/Timeline.cshtml`" in own

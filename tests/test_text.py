@@ -49,3 +49,29 @@ def test_error_names_are_classes_errno_names_and_codes_not_shouted_words() -> No
 
     text = "ERROR: connect ECONNREFUSED; AssertionError, TS2345 and E0308; EXPECTED ENOENT"
     assert error_names(text) == ["ECONNREFUSED", "AssertionError", "TS2345", "E0308", "ENOENT"]
+
+
+@given(st.lists(st.text(alphabet="abcXYZ019_.- ", min_size=1, max_size=12), min_size=1, max_size=12),
+       st.integers(min_value=2, max_value=90), st.sampled_from(["/", "\\"]))
+@settings(max_examples=300)
+def test_a_cut_path_fits_its_limit_and_keeps_its_name_whole_when_the_name_fits(
+        parts: list[str], limit: int, sep: str) -> None:
+    from brain.core.text import cut_path
+
+    path = sep.join(parts)
+    out = cut_path(path, limit)
+    assert len(out) <= limit
+    if len(path) <= limit:
+        assert out == path
+    elif len(parts) > 1 and len(parts[-1]) + 2 <= limit:
+        assert out.endswith(sep + parts[-1]) and "…" in out
+
+
+def test_a_cut_path_gives_up_middle_folders_first() -> None:
+    from brain.core.text import cut_path
+
+    deep = "S:/01_Repos/BeFirst_Portal/firstronic/Areas/Planning/Views/Status/Timeline.cshtml"
+    assert cut_path(deep, 40) == "S:/…/Views/Status/Timeline.cshtml"
+    assert cut_path("C:\\Users\\me\\OneDrive\\16 - Obsidian\\00_Claude\\.setup\\setup-links.ps1", 40) == \
+        "C:\\…\\00_Claude\\.setup\\setup-links.ps1"
+    assert cut_path("averyveryveryverylongfilename.py", 12) == "…filename.py"

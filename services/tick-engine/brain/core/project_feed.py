@@ -40,11 +40,13 @@ from brain.core.feed_file import (
     FeedItem,
     cut,
     fit_budget,
+    one_line,
 )
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.model import ArcInfo
 from brain.core.redaction import redact
+from brain.core.text import cut_path
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
 from brain.core.vocab import RECENT_WORK, TOMBSTONE_STATUSES
@@ -84,6 +86,9 @@ HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
 )
 #: The global ``recent-work.md`` (sessions outside every known project): its rows.
 RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = 5, AGGREGATE_ARCS
+#: Files a ``recent-work.md`` row lists: a new project often repeats a recent one's stack and
+#: layout (``routes/web.php``, ``docker-compose.yml``), and its session has the whole budget.
+RECENT_WORK_FILES = 10
 #: Commands ``recent-work.md`` lists: the operator's habits across projects, a guess for a new one.
 RECENT_WORK_COMMANDS = 14
 #: How deep into a project's arcs (in :func:`project_arcs` order) any project or recent-work
@@ -192,6 +197,11 @@ def _text(value: str, limit: int) -> str:
     return cut(redact(value), limit)
 
 
+def _path(value: str, limit: int) -> str:
+    """A file path for a feed line: redacted, on one line, its name kept whole (:func:`cut_path`)."""
+    return cut_path(one_line(redact(value)), limit)
+
+
 def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
     latest = arcs[0]
     arc = latest.arc
@@ -204,7 +214,7 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
         line += f" — stopped at: \"{_text(last, 200)}\""
     in_play = files_in_play(arc)
     if in_play:  # the session's files belong on its line: one line says what it did and where
-        line += f"; files in play: {code_list(_text(f, 100) for f in in_play)}"
+        line += f"; files in play: {code_list(_path(f, 100) for f in in_play)}"
     items = [FeedItem(line, NEVER, section=HANDOFF)]
     todos = sorted(
         ((_priority(m.attr("priority")), index, m.text)
@@ -262,7 +272,7 @@ def arc_line(pa: ProjectArc, *, with_project: bool, files: Sequence[str] | None 
         what += f" — {_text(arc.summary, 160)}"
     project = f"{_text(arc.project or '', 60)} · " if with_project else ""
     main_files = files_in_play(arc)[:ARC_FILES] if files is None else list(files)
-    files = f"; files: {code_list(_text(f, 80) for f in main_files)}" if main_files else ""
+    files = f"; files: {code_list(_path(f, 80) for f in main_files)}" if main_files else ""
     scripted = " (one-shot run)" if pa.scripted else ""
     return f"- {pa.last_active.date().isoformat()} · {project}{what}{scripted}{files}"
 
@@ -339,7 +349,7 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
         per_project.setdefault(pa.arc.project or "", []).append(pa)
     listed: set[str] = set()
     for arcs in list(per_project.values())[:RECENT_WORK_PROJECTS]:
-        files = [f for f in ranked((files_in_play(pa.arc) for pa in arcs), ARC_FILES)]
+        files = [f for f in ranked((files_in_play(pa.arc) for pa in arcs), RECENT_WORK_FILES)]
         if adds_something(arcs[0], listed, files):
             feed.items.append(FeedItem(arc_line(arcs[0], with_project=True, files=files), RANK_RECENT))
         listed.update(files)
@@ -449,7 +459,7 @@ def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[Fe
     every = ranked((pa.arc.files for pa in window), MAX_FILES * len(window))
     files = own_files_first(f for f in every if f not in shown and not f.startswith(SCRATCH_PREFIXES))[:MAX_FILES]
     if files:
-        items.append(FeedItem(f"- Files: {code_list(_text(f, 100) for f in files)}", RANK_FILES, section=USED))
+        items.append(FeedItem(f"- Files: {code_list(_path(f, 100) for f in files)}", RANK_FILES, section=USED))
     commands = ranked((pa.arc.commands for pa in window), MAX_COMMANDS)
     listed = words_of("\n".join([*files, *commands]))
     identifiers = [i for i in ranked((pa.arc.identifiers for pa in window), MAX_IDENTIFIERS * 2)

@@ -35,6 +35,29 @@ def cut(text: str, limit: int) -> str:
     return head.rstrip(" ,;:-") + "…"
 
 
+def cut_path(path: str, limit: int) -> str:
+    """``path`` in at most ``limit`` characters with its file name whole: the folders in the
+    middle give way (``S:/01_Repos/…/Status/Timeline.cshtml``), then the root; a name longer
+    than the limit keeps its end (``…ine.cshtml``). Cutting the end, as :func:`cut` does, loses
+    the one part a reader (or a search) recognises."""
+    if len(path) <= limit:
+        return path
+    if limit <= 1:
+        return "…"[:limit]
+    sep = "\\" if "\\" in path and "/" not in path else "/"
+    parts = path.split(sep)
+    name = parts[-1]
+    if len(parts) < 2 or len(name) + 2 > limit:
+        return "…" + path[len(path) - (limit - 1):]
+    tail = [name]
+    for folder in reversed(parts[1:-1]):
+        if len(parts[0]) + len(sep.join([folder, *tail])) + 2 * len(sep) + 1 > limit:
+            break
+        tail.insert(0, folder)
+    short = f"{parts[0]}{sep}…{sep}{sep.join(tail)}"
+    return short if len(short) <= limit else f"…{sep}{sep.join(tail)}"[-limit:]
+
+
 def repair_surrogates(text: str) -> str:
     """``text`` safe to encode as UTF-8: lone surrogates (from JSON ``\\ud83d`` escapes) become U+FFFD."""
     if _SURROGATE.search(text) is None:
