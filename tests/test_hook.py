@@ -366,6 +366,19 @@ def test_find_project_rules() -> None:
     assert hook.find_project(named, "/home/u/go-tools") is None  # names under 3 letters never prefix-match
 
 
+def test_a_folder_numbered_another_way_is_the_same_project() -> None:
+    """Folders sorted by a number in front (``01_Repos``, ``02_Clockhelp``) get renumbered: the
+    name without the number still names the project, when only one project has it."""
+    index = hook.ProjectIndex({"Clockhelp": "a.md", "08_ContactInfo": "b.md", "01_Notes": "c.md", "02_Notes": "d.md",
+                               "app": "e.md"}, {"X:/01_Edmb/Clockhelp": "Clockhelp"}, None, None)
+    assert hook.match_project(index, "X:\\01_Edmb\\02_Clockhelp") == ("Clockhelp", hook.NAME)
+    assert hook.match_project(index, "D:/work/3 - clockhelp/src") == ("Clockhelp", hook.NAME)
+    assert hook.match_project(index, "X:/02_JZS/ContactInfo") == ("08_ContactInfo", hook.NAME)
+    assert hook.match_project(index, "/home/u/03_Notes") is None  # two projects are "notes"
+    assert hook.match_project(index, "/home/u/02_app") is None  # too short a name to mean one project
+    assert hook.match_project(index, "/home/u/3dclockhelp") is None  # a number that is part of the name
+
+
 def test_a_session_started_in_a_system_folder_gets_the_work_across_projects(projects: Path) -> None:
     # Sessions run in C:\Windows\System32 (an elevated terminal) are recorded like any other:
     # that folder is still no project, and its chats do not stand for the fleet's recent work.
@@ -573,3 +586,17 @@ def test_a_new_project_gets_the_global_feed_without_the_tick_diff_or_a_second_li
     text = start(projects, "/home/u/src/new-thing")
     assert "# Recent work across projects" in text and "# Hot arcs" not in text  # the same arcs, once
     assert "# Active alarms" in text and "# Signals" in text and "# Inject" in text
+
+
+def test_a_home_folder_session_gets_its_projects_feed_then_the_recent_work_across_projects(projects: Path) -> None:
+    """A session in a home folder is about anything: the project its folder matched (its own
+    sessions', or one that worked there) comes first, the recent work across projects after it;
+    a project's own folder gets only its own feed."""
+    write_feed_file(projects, "recent-work.md", 6, "# Recent work across projects\n\n- 2026-11-21 · beta · outage")
+    index = {**INDEX, "projects": {**INDEX["projects"], "u": {"file": "projects/alpha.md"}},
+             "roots": {**INDEX["roots"], "/home/u": "alpha"}}
+    (projects / "projects" / "index.json").write_text(json.dumps(index))
+    home = start(projects, "/home/u")
+    assert home.index("# alpha: where we left off") < home.index("# Recent work across projects")
+    own = start(projects, "/home/u/src/alpha")
+    assert "# alpha: where we left off" in own and "# Recent work across projects" not in own

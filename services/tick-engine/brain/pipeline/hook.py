@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -217,6 +218,15 @@ COMMON_FOLDERS = frozenset({
 })
 
 
+_NUMBERED = re.compile(r"^\d{1,3}[ ._-]+")
+
+
+def unnumbered_name(name: str) -> str:
+    """A folder name without the number an operator sorts folders by (``02_clockhelp``,
+    ``3 - notes``, ``01.repos``): lower case in, lower case out."""
+    return _NUMBERED.sub("", name, count=1)
+
+
 def _worked_names(touched: Mapping[str, str]) -> dict[str, str]:
     """The names of the outermost folders projects' sessions worked in (lower case; not their
     sub-folders, ``M-Claude`` and not ``M-Claude/scripts``) -> the project, where the name can
@@ -297,6 +307,17 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     components = [c.lower() for c in reversed(parts[home:]) if c.lower() not in GENERIC_COMPONENTS]
     for component in components:
         found = by_name.get(component)
+        if found is not None:
+            return found, NAME
+    # The same folder numbered another way (``02_Clockhelp`` and ``Clockhelp``, ``3 - Notes``):
+    # folders sorted by a number in front, a number that changes when they are sorted again.
+    unnumbered: dict[str, str | None] = {}
+    for key, name in by_name.items():
+        bare = unnumbered_name(key)
+        unnumbered[bare] = name if unnumbered.get(bare, name) == name else None
+    for component in components:
+        found = unnumbered.get(unnumbered_name(component)) if len(unnumbered_name(component)) >= WORKED_NAME_MIN \
+            else None
         if found is not None:
             return found, NAME
     # The same repository elsewhere (another machine, a worktree app's folder) where the only
@@ -446,6 +467,12 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
         else:
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own) if s is not None]
+            if cwd and is_home_folder(normal_path(cwd)):
+                # A home folder's sessions range over every project: the recent work across
+                # projects follows, in what the budget leaves.
+                across = read_section(folder / RECENT_WORK)
+                if across is not None:
+                    sections.append(across)
             if cwd and found is not None and found[1] == NAME and folder_name(cwd).lower() != project.lower():
                 notes.append(checkout_note(folder_name(cwd), project))
             elif cwd and found is not None and found[1] == TOUCHED:
