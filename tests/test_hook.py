@@ -600,3 +600,9 @@ def test_a_home_folder_session_gets_its_projects_feed_then_the_recent_work_acros
     assert home.index("# alpha: where we left off") < home.index("# Recent work across projects")
     own = start(projects, "/home/u/src/alpha")
     assert "# alpha: where we left off" in own and "# Recent work across projects" not in own
+    desk = {**index, "roots": {**index["roots"], "C:/Users/u/Desktop": "alpha", "/srv/ops/Desktop": "beta"}}
+    (projects / "projects" / "index.json").write_text(json.dumps(desk))
+    desktop = start(projects, "C:\\Users\\u\\Desktop")  # a home's desktop: about anything too
+    assert desktop.index("# alpha: where we left off") < desktop.index("# Recent work across projects")
+    elsewhere = start(projects, "/srv/ops/Desktop")  # a folder named Desktop outside a home is a project's
+    assert "# beta: where we left off" in elsewhere and "# Recent work across projects" not in elsewhere

@@ -227,6 +227,19 @@ def unnumbered_name(name: str) -> str:
     return _NUMBERED.sub("", name, count=1)
 
 
+#: Folders of a home where a session can be about anything, like one in the home itself.
+HOME_AREAS = frozenset({"desktop", "documents", "downloads"})
+
+
+def about_anything(path: str) -> bool:
+    """``path`` (``/`` separators) is a home folder or its desktop, documents or downloads
+    folder: a session started there can be about any project."""
+    if is_home_folder(path):
+        return True
+    parent, _, name = path.rpartition("/")
+    return name.lower() in HOME_AREAS and is_home_folder(parent)
+
+
 def _worked_names(touched: Mapping[str, str]) -> dict[str, str]:
     """The names of the outermost folders projects' sessions worked in (lower case; not their
     sub-folders, ``M-Claude`` and not ``M-Claude/scripts``) -> the project, where the name can
@@ -467,7 +480,7 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
         else:
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own) if s is not None]
-            if cwd and is_home_folder(normal_path(cwd)):
+            if cwd and about_anything(normal_path(cwd)):
                 # A home folder's sessions range over every project: the recent work across
                 # projects follows, in what the budget leaves.
                 across = read_section(folder / RECENT_WORK)
