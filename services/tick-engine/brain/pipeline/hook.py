@@ -329,8 +329,8 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         bare = unnumbered_name(key)
         unnumbered[bare] = name if unnumbered.get(bare, name) == name else None
     for component in components:
-        found = unnumbered.get(unnumbered_name(component)) if len(unnumbered_name(component)) >= WORKED_NAME_MIN \
-            else None
+        bare = unnumbered_name(component)
+        found = unnumbered.get(bare) if len(bare) >= WORKED_NAME_MIN else None
         if found is not None:
             return found, NAME
     # The same repository elsewhere (another machine, a worktree app's folder) where the only
