@@ -326,7 +326,7 @@ def _typer_process(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 def _without_timings(value: object) -> object:
     if isinstance(value, dict):
-        return {k: _without_timings(v) for k, v in value.items() if not k.endswith("ms")}
+        return {k: _without_timings(v) for k, v in value.items() if k != "ms" and not k.endswith("_ms")}
     if isinstance(value, list):
         return [_without_timings(v) for v in value]
     return value

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brain.core import frontmatter as fm
+from tests.support.fresh import assert_in_fresh_interpreter
 
 ORIGINAL = """cluster_id: 2026-04-09-litellm-mcp-abc123def456 # deterministic id
 title: "LiteLLM: MCP self-service"
@@ -352,9 +353,6 @@ def test_the_written_out_resolvers_are_pyyamls_own_without_timestamps_and_yes_no
 
 
 def test_reading_and_editing_plain_frontmatter_never_imports_pyyaml() -> None:
-    import subprocess
-    import sys
-
     code = (
         "import sys\n"
         "from brain.core import frontmatter as fm\n"
@@ -365,5 +363,4 @@ def test_reading_and_editing_plain_frontmatter_never_imports_pyyaml() -> None:
         "assert fm.load('a: [1, {b: 2}]\\n') == {'a': [1, {'b': 2}]}\n"
         "assert 'yaml' in sys.modules\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
+    assert_in_fresh_interpreter(code)
