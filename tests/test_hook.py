@@ -379,6 +379,24 @@ def test_a_folder_numbered_another_way_is_the_same_project() -> None:
     assert hook.match_project(index, "/home/u/3dclockhelp") is None  # a number that is part of the name
 
 
+def test_the_same_place_in_another_home_is_the_same_project() -> None:
+    """One operator, two machines: ``~/.claude`` on the laptop is ``~/.claude`` on the desktop,
+    whatever the user name, although a hidden or common name (``.claude``, ``src``) names no
+    project by itself."""
+    index = hook.ProjectIndex({".claude": "a.md", "app": "b.md", "laptop-notes": "c.md", "desktop-notes": "d.md", "home": "e.md"},
+                              {"C:/Users/eduar/.claude": ".claude", "/Users/ana/src/app": "app",
+                               "/home/bo/src/notes": "laptop-notes", "/Users/bo/src/notes": "desktop-notes",
+                               "/home/ana": "home"}, None, None)
+    assert hook.match_project(index, "C:\\Users\\emarquez\\.claude") == (".claude", hook.NAME)
+    assert hook.match_project(index, "c:/users/EMARQUEZ/.Claude/") == (".claude", hook.NAME)
+    assert hook.match_project(index, "/home/ana/src/app/lib") == ("app", hook.NAME)  # below it, as below a root
+    assert hook.match_project(index, "/root/src/notes") is None  # two projects at that place: no guess
+    assert hook.match_project(index, "/home/ana/src") is None  # above it is not it
+    assert hook.match_project(index, "/Users/ana/.claude") == (".claude", hook.NAME)  # any kind of home
+    assert hook.match_project(index, "/Users/ana") is None  # a home is no place in a home
+    assert hook.match_project(index, "/srv/.claude") is None  # outside any home: only the names count
+
+
 def test_a_session_started_in_a_system_folder_gets_the_work_across_projects(projects: Path) -> None:
     # Sessions run in C:\Windows\System32 (an elevated terminal) are recorded like any other:
     # that folder is still no project, and its chats do not stand for the fleet's recent work.

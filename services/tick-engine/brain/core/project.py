@@ -66,10 +66,19 @@ def is_system_folder(path: str) -> bool:
 
 
 #: A home folder: ``/Users/<name>``, ``/home/<name>``, ``/root``, ``C:/Users/<name>``.
-_HOME_FOLDER = re.compile(r"^(?:/Users/[^/]+|/home/[^/]+|/root|/[a-zA-Z]/Users/[^/]+|[A-Za-z]:/Users/[^/]+)$",
-                          re.IGNORECASE)
+_HOME = r"(?:/Users/[^/]+|/home/[^/]+|/root|/[a-zA-Z]/Users/[^/]+|[A-Za-z]:/Users/[^/]+)"
+_HOME_FOLDER = re.compile(rf"^{_HOME}$", re.IGNORECASE)
+_IN_HOME = re.compile(rf"^{_HOME}/(.+)$", re.IGNORECASE)
 
 
 def is_home_folder(path: str) -> bool:
     """``path`` is a user's home folder, where sessions about anything start."""
     return _HOME_FOLDER.match(path.replace("\\", "/").rstrip("/")) is not None
+
+
+def in_home(path: str) -> str | None:
+    """Where ``path`` lies in its home folder, lower case (``.claude`` for
+    ``C:/Users/eduar/.claude``, ``src/app`` for ``/home/ana/src/app``); None outside a home or
+    for the home itself. The same place in two homes is one operator's folder on two machines."""
+    found = _IN_HOME.match(path.replace("\\", "/").rstrip("/"))
+    return found.group(1).lower() if found is not None else None

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from brain.core.project import is_home_folder, is_system_folder, project_name
+from brain.core.project import in_home, is_home_folder, is_system_folder, project_name
 from brain.core.project import repository_path as strip_worktree
 from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK
 
@@ -283,7 +283,9 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     between them is one a project's sessions worked in from their own root, else a folder a
     project's sessions worked in from beside it or above it (``touched``), else a path component
     named like a project (the same repository checked out elsewhere), else a path component
-    that starts with a project's name and a separator (``<repo>-<branch>``). A home folder
+    that starts with a project's name and a separator (``<repo>-<branch>``). Before the names, a
+    folder at the same place in another home as a recorded cwd (:func:`~brain.core.project.in_home`:
+    the operator's other machine) gets that cwd's project. A home folder
     (:func:`~brain.core.project.is_home_folder`) claims only the folders its sessions worked in,
     and its user name names no project. A root or a Windows system folder
     (:func:`~brain.core.project.is_system_folder`) is no project's: a session started there
@@ -314,6 +316,21 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         return recorded[1], ROOT
     if touched is not None:
         return touched[1], TOUCHED  # where a project's sessions worked before: evidence, not a name
+    # The same place in another home (``C:/Users/eduar/.claude`` and ``C:/Users/emarquez/.claude``,
+    # ``/home/ana/src/app`` and ``/Users/ana/src/app``), or below it: the operator's other
+    # machine. Matched by the whole path below the home, so a hidden or common name (``.claude``,
+    # ``src``) counts too; the deepest such cwd, when it is one project's.
+    place = in_home(path)
+    if place is not None:
+        elsewhere: dict[str, set[str]] = {}
+        for root, project in index.roots.items():
+            other = in_home(root)
+            if other is not None and (place == other or place.startswith(other + "/")):
+                elsewhere.setdefault(other, set()).add(project)
+        if elsewhere:
+            same = elsewhere[max(elsewhere, key=len)]
+            if len(same) == 1:
+                return next(iter(same)), NAME
     by_name = {name.lower(): name for name in index.files}
     parts = path.split("/")
     home = next((i + 1 for i in range(len(parts)) if is_home_folder("/".join(parts[:i + 1]))), 0)
