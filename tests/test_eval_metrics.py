@@ -162,3 +162,31 @@ def test_the_project_name_is_not_a_needed_item() -> None:
     kept = m.without_project(items, "deep-manifest", "/src/deep-manifest")
     assert [i.key for i in kept] == ["tar.py"]
     assert [i.key for i in m.without_project(items, "other", "/src/Deep_Manifest/")] == ["tar.py"]
+
+
+def test_the_targets_are_judged_on_the_figures_the_metric_names() -> None:
+    """FEED-METRIC's targets, met or not by this run's own aggregates: recall per project and
+    early at 0.5, the digest beaten by an interval that excludes 0, the project named in 80 % of
+    feeds, precision per project at 0.3; the production profile needs a second run."""
+    items = (NeededItem("file", "a.py", ("a py",), "a.py", 0), NeededItem("file", "b.py", ("b py",), "b.py", 1))
+    keys = frozenset({"a.py", "b.py"})
+    # Two projects: the feed names its project and a.py on one line, and adds a line about nothing.
+    brain = [m.Scored(f"s{i}", f"p{i % 2}", m.score_feed(f"- p{i % 2}: a.py\n- c.py", items, keys, f"p{i % 2}"))
+             for i in range(4)]
+    digest = [m.Scored(f"s{i}", f"p{i % 2}", m.score_feed("", items, keys, f"p{i % 2}")) for i in range(4)]
+    checks = {c.target.split(" >=")[0].split(":")[0]: c for c in
+              m.target_checks(m.aggregate(brain), m.compare(brain, digest, bl.RECENT_DIGEST))}
+    assert (checks["R_kn per project"].value, checks["R_kn per project"].met) == ("0.50", True)
+    assert (checks["R_kn early (first 20 tool calls)"].value,
+            checks["R_kn early (first 20 tool calls)"].met) == ("0.50", True)
+    assert checks["above the recent digest at the full budget"].met is True  # +0.50 in both projects
+    assert checks["project named in the feed"].met is True
+    assert (checks["precision per project (scored targets)"].value,
+            checks["precision per project (scored targets)"].met) == ("0.50", True)
+    assert checks["production profile within 0.10 of ideal (R_kn per project)"].met is None
+    # The same feed as the digest: recall still counts, the interval no longer excludes 0.
+    level = m.target_checks(m.aggregate(brain), m.compare(brain, brain, bl.RECENT_DIGEST))
+    assert [c.met for c in level][:3] == [True, True, False]
+    # A feed with nothing: every measured target fails, the missing digest comparison is unknown.
+    nothing = m.target_checks(m.aggregate(digest), None)
+    assert [c.met for c in nothing] == [False, False, None, False, None, None]

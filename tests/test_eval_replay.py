@@ -166,7 +166,10 @@ def test_the_report_has_every_feed_and_the_verdict(evaluation: Evaluation) -> No
     for name in ("brain", "brain+recall", *bl.BASELINES):
         assert f"\n{name} " in text
     assert "Verdict: " in text
+    assert "Targets (FEED-METRIC" in text and "R_kn per project >= 0.50: " in text
     data = json.loads(as_json(evaluation))
+    assert [c["met"] for c in data["metric_targets"]][-1] is None  # the production profile takes a second run
+    assert len(data["metric_targets"]) == 6
     assert [t["session_id"] for t in data["targets"]] == [S2, S5, S4]
     assert set(data["aggregate"]) == {"brain", "brain+recall", *bl.BASELINES}
     assert data["recall_gain"]["verdict"] in ("better", "worse", "indistinguishable")

@@ -352,3 +352,39 @@ def verdict(brain: Aggregate, empty: Aggregate, comparisons: Sequence[Comparison
     if ours <= floor + USELESS_MARGIN:
         return Verdict(True, {c.baseline: c.verdict for c in comparisons})
     return Verdict(False, {c.baseline: c.verdict for c in comparisons})
+
+
+#: FEED-METRIC's targets for the boot feed (per project, the ideal profile, real logs).
+R_KN_TARGET, EARLY_TARGET, PROJECT_HIT_TARGET, PRECISION_TARGET = 0.5, 0.5, 0.8, 0.3
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """One of FEED-METRIC's targets as this run measured it."""
+
+    target: str
+    value: str  # the figure, as printed
+    met: bool | None  # None: this run cannot tell
+
+
+def target_checks(brain: Aggregate, digest: Comparison | None) -> tuple[TargetCheck, ...]:
+    """Brain's feed against FEED-METRIC's targets: knowable-item recall per project and early,
+    above the recent digest at the full budget by a per-project interval that excludes 0, the
+    project named, precision per project over the scored targets. The production profile's
+    distance to the ideal one takes two runs: it is listed, never judged here."""
+
+    def at_least(label: str, value: float | None, threshold: float) -> TargetCheck:
+        shown = "-" if value is None else f"{value:.2f}"
+        return TargetCheck(f"{label} >= {threshold:.2f}", shown, None if value is None else value >= threshold)
+
+    ci = digest.ci_project if digest is not None else None
+    return (
+        at_least("R_kn per project", brain.r_kn_project, R_KN_TARGET),
+        at_least("R_kn early (first 20 tool calls)", brain.r_kn_early, EARLY_TARGET),
+        TargetCheck("above the recent digest at the full budget: per-project 95 % CI excludes 0",
+                    "-" if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]", None if ci is None else ci[0] > 0),
+        at_least("project named in the feed", brain.project_hit, PROJECT_HIT_TARGET),
+        at_least("precision per project (scored targets)", brain.precision_project, PRECISION_TARGET),
+        TargetCheck("production profile within 0.10 of ideal (R_kn per project)",
+                    "run both profiles and compare", None),
+    )

@@ -8,7 +8,15 @@ from typing import Any
 
 from brain.evaluation import baselines as bl
 from brain.evaluation.evaluate import BRAIN, BRAIN_RECALL, FEEDS, Evaluation
-from brain.evaluation.metrics import Aggregate, Comparison, FeedScore, Scored, aggregate
+from brain.evaluation.metrics import (
+    Aggregate,
+    Comparison,
+    FeedScore,
+    Scored,
+    TargetCheck,
+    aggregate,
+    target_checks,
+)
 from brain.evaluation.needs import KINDS
 from brain.evaluation.replay import format_instant
 
@@ -101,10 +109,20 @@ def human(evaluation: Evaluation) -> str:
         if alone is not None:
             out.append(f"  diagnostic: recall alone (no boot feed) carries R_kn/proj {_num(alone.r_kn_project)}, "
                        f"R_kn/sess {_num(alone.r_kn_session)}, precision {_num(alone.precision)}")
+    out += ["", "Targets (FEED-METRIC: per project, the ideal profile, real logs)"]
+    for check in metric_targets(evaluation):
+        state = "-" if check.met is None else "met" if check.met else "not met"
+        out.append(f"  {state:<8} {check.target}: {check.value}")
     out += ["", f"Verdict: {evaluation.verdict.line()}"]
     for warning in evaluation.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"
+
+
+def metric_targets(evaluation: Evaluation) -> tuple[TargetCheck, ...]:
+    """Brain's feed against FEED-METRIC's targets (:func:`~brain.evaluation.metrics.target_checks`)."""
+    digest = next((c for c in evaluation.comparisons if c.baseline == bl.RECENT_DIGEST), None)
+    return target_checks(evaluation.aggregates[BRAIN], digest)
 
 
 def recall_tokens(evaluation: Evaluation) -> float | None:
@@ -200,6 +218,7 @@ def as_json(evaluation: Evaluation) -> str:
         "recall_gain": (None if evaluation.recall_gain is None else
                         {**_comparison(evaluation.recall_gain), "tokens_added": _round(recall_tokens(evaluation)),
                          "alone": None if evaluation.recall_alone is None else _aggregate(evaluation.recall_alone)}),
+        "metric_targets": [{"target": c.target, "value": c.value, "met": c.met} for c in metric_targets(evaluation)],
         "verdict": {"useless": evaluation.verdict.useless, "against": dict(evaluation.verdict.against),
                     "line": evaluation.verdict.line()},
         "warnings": list(evaluation.warnings),
