@@ -233,6 +233,7 @@ class Aggregate:
     lucky_hits: int
     rediscovery: float | None
     terms: float | None = None
+    r_kn_early_project: float | None = None  # per-project macro of R_kn(early), as FEED-METRIC's target reads
 
 
 def aggregate(rows: Sequence[Scored]) -> Aggregate:
@@ -257,6 +258,7 @@ def aggregate(rows: Sequence[Scored]) -> Aggregate:
         lucky_hits=sum(len(s.lucky) for s in scores),
         rediscovery=_mean(s.knowable.total / s.needed if s.needed else None for s in scores),
         terms=_mean(s.terms.value for s in scores),
+        r_kn_early_project=project_macro(rows, lambda s: s.early.value),
     )
 
 
@@ -380,7 +382,7 @@ def target_checks(brain: Aggregate, digest: Comparison | None) -> tuple[TargetCh
     ci = digest.ci_project if digest is not None else None
     return (
         at_least("R_kn per project", brain.r_kn_project, R_KN_TARGET),
-        at_least("R_kn early (first 20 tool calls)", brain.r_kn_early, EARLY_TARGET),
+        at_least("R_kn early per project (first 20 tool calls)", brain.r_kn_early_project, EARLY_TARGET),
         TargetCheck("above the recent digest at the full budget: per-project 95 % CI excludes 0",
                     "-" if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]", None if ci is None else ci[0] > 0),
         at_least("project named in the feed", brain.project_hit, PROJECT_HIT_TARGET),
