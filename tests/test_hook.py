@@ -383,7 +383,8 @@ def test_the_same_place_in_another_home_is_the_same_project() -> None:
     """One operator, two machines: ``~/.claude`` on the laptop is ``~/.claude`` on the desktop,
     whatever the user name, although a hidden or common name (``.claude``, ``src``) names no
     project by itself."""
-    index = hook.ProjectIndex({".claude": "a.md", "app": "b.md", "laptop-notes": "c.md", "desktop-notes": "d.md", "home": "e.md"},
+    index = hook.ProjectIndex({".claude": "a.md", "app": "b.md", "laptop-notes": "c.md", "desktop-notes": "d.md",
+                               "home": "e.md"},
                               {"C:/Users/eduar/.claude": ".claude", "/Users/ana/src/app": "app",
                                "/home/bo/src/notes": "laptop-notes", "/Users/bo/src/notes": "desktop-notes",
                                "/home/ana": "home"}, None, None)

@@ -349,7 +349,7 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
         per_project.setdefault(pa.arc.project or "", []).append(pa)
     listed: set[str] = set()
     for arcs in list(per_project.values())[:RECENT_WORK_PROJECTS]:
-        files = [f for f in ranked((files_in_play(pa.arc) for pa in arcs), RECENT_WORK_FILES)]
+        files = ranked((files_in_play(pa.arc) for pa in arcs), RECENT_WORK_FILES)
         if adds_something(arcs[0], listed, files):
             feed.items.append(FeedItem(arc_line(arcs[0], with_project=True, files=files), RANK_RECENT))
         listed.update(files)

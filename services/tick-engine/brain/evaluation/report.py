@@ -165,7 +165,8 @@ def _aggregate(a: Aggregate) -> dict[str, Any]:
     return {
         "targets": a.targets, "scored": a.scored, "r_kn_project": _round(a.r_kn_project),
         "r_kn_session": _round(a.r_kn_session), "r_kn_micro": _round(a.r_kn_micro),
-        "r_kn_early": _round(a.r_kn_early), "r_kn_early_project": _round(a.r_kn_early_project), "per_kind": {k: _round(v) for k, v in a.per_kind.items()},
+        "r_kn_early": _round(a.r_kn_early), "r_kn_early_project": _round(a.r_kn_early_project),
+        "per_kind": {k: _round(v) for k, v in a.per_kind.items()},
         "r_all": _round(a.r_all), "project_hit": _round(a.project_hit), "precision": _round(a.precision),
         "precision_project": _round(a.precision_project), "tokens": _round(a.tokens),
         "tokens_per_hit": _round(a.tokens_per_hit), "lucky_hits": a.lucky_hits,
