@@ -68,6 +68,16 @@ def test_unterminated_frontmatter_and_bad_yaml_report_a_line() -> None:
         fm.load("- just\n- a list\n")
 
 
+def test_a_recursive_alias_or_an_alias_bomb_is_refused_and_a_plain_alias_is_read() -> None:
+    with pytest.raises(fm.FrontmatterError, match="aliases"):
+        fm.load("title: &a [*a]\n")
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{name}: &{name} [{', '.join([f'*{before}'] * 9)}]\n" for before, name in zip("abcdef", "bcdefg", strict=True))
+    with pytest.raises(fm.FrontmatterError, match="aliases"):
+        fm.load(laughs)  # 9 ** 7 values once expanded: refused before anything walks them
+    assert fm.load("files: &f [a.py, b.py]\nread: *f\n") == {"files": ["a.py", "b.py"], "read": ["a.py", "b.py"]}
+
+
 _scalar = st.one_of(
     st.integers(-10**6, 10**6),
     st.booleans(),

@@ -333,7 +333,30 @@ def load_plain(frontmatter: str) -> tuple[dict[str, Any], bool]:
         return {}, False
     if not isinstance(value, dict):
         raise FrontmatterError("frontmatter is not a mapping of keys to values", line=2)
+    if "*" in frontmatter:  # an alias: the loaded value shares, and may contain, itself
+        _check_expanded_size(value)
     return {str(k): v for k, v in value.items()}, False
+
+
+#: Values a frontmatter may hold once its YAML aliases are expanded. A recursive alias
+#: (``&a [*a]``) or an alias bomb ("billion laughs") loads as a few shared objects, but every
+#: reader that walks, prints or compares it would go on forever: refused here, like bad YAML.
+MAX_EXPANDED_VALUES = 20_000
+
+
+def _check_expanded_size(value: Any) -> None:
+    stack, count = [value], 0
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > MAX_EXPANDED_VALUES:
+            raise FrontmatterError(f"frontmatter holds more than {MAX_EXPANDED_VALUES} values once its YAML aliases "
+                                   "are expanded (a recursive or repeated alias)")
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def dump_key(key: str, value: Any) -> str:

@@ -6,6 +6,7 @@ note, never an exception.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -180,7 +181,7 @@ def _int(value: Any) -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return int(value)
+        return int(value) if math.isfinite(value) else 0  # .nan, .inf: no count at all
     if isinstance(value, str):
         try:
             return int(value.strip())

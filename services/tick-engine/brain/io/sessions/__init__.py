@@ -78,6 +78,7 @@ class ReadStats:
     salvaged_records: int = 0
     repaired_lines: int = 0
     duplicate_records: int = 0
+    skipped_records: int = 0  # records a reader could not take (a value of an unexpected shape)
     files_without_conversation: int = 0
     unreadable_files: int = 0
     subagent_files: int = 0

@@ -210,6 +210,8 @@ class _Rollout:
 
     def _item(self, payload: dict[str, Any], key: str | None) -> None:
         kind = payload.get("type")
+        if not isinstance(kind, str):
+            return  # a damaged item: nothing in it can be told apart
         if kind == "message":
             role = payload.get("role")
             if role == "user":
@@ -256,6 +258,8 @@ class _Rollout:
 
     def _event(self, payload: dict[str, Any], key: str | None) -> None:
         kind = payload.get("type")
+        if not isinstance(kind, str):
+            return
         if kind == "user_message":
             text = payload.get("message")
             images = bool(payload.get("images")) or bool(payload.get("local_images"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,25 @@ CURSOR_VERSION = 1
 CURSOR_NAME = "extract-cursor.json"
 
 RecordHandler = Callable[[dict[str, Any], int], None]
+
+
+#: What a record of a shape no reader expected can raise in a handler: that record is skipped
+#: and reported, the rest of the file and of the run go on.
+RECORD_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
+#: Skipped records reported by name in one run (the rest are counted in ``damaged_lines``).
+MAX_SKIPPED_REPORTS = 20
+
+
+def skipped_record(stats: ReadStats, path: Path, line: int, exc: BaseException) -> None:
+    """One warning for a record a handler could not take, with where the reader stopped (so
+    the operator can report it); beyond :data:`MAX_SKIPPED_REPORTS`, counted only."""
+    stats.skipped_records += 1
+    if stats.skipped_records > MAX_SKIPPED_REPORTS:
+        return
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ is not None else None
+    where = f" in {os.path.basename(frame.filename)}:{frame.lineno}" if frame is not None else ""
+    stats.problems.append(f"{path}:{line}: record skipped, a value of an unexpected shape "
+                          f"({type(exc).__name__}{where}: {str(exc)[:120]})")
 
 
 def read_numbered(path: Path, handle: RecordHandler, stats: ReadStats, until: str | None = None) -> FileCounters:
@@ -59,7 +79,11 @@ def read_numbered(path: Path, handle: RecordHandler, stats: ReadStats, until: st
                             continue
                         if key is None and cut:
                             continue  # an unstamped record after the cut belongs to the future too
-                    handle(record, counters.lines)
+                    try:
+                        handle(record, counters.lines)
+                    except RECORD_ERRORS as exc:
+                        counters.damaged += 1
+                        skipped_record(stats, path, counters.lines, exc)
     except OSError:
         stats.unreadable_files += 1
     stats.files_read += 1
