@@ -548,6 +548,17 @@ def test_an_explicit_cwd_flag_beats_the_hook_input(projects: Path) -> None:
     assert "# beta:" in start(projects, "/home/u/src/alpha", "--cwd", "/srv/beta")
 
 
+def test_a_cwd_no_path_can_hold_is_passed_over_never_a_failed_hook(projects: Path) -> None:
+    # A NUL byte stopped the hook (ValueError: embedded null byte) and the session got nothing.
+    assert "# alpha:" in start(projects, "/home/u/src/alpha\x00/lib", "--cwd", "/home/u/src/alpha")
+    text = start(projects, "/home/u/src/alpha\x00")
+    assert text and "# alpha:" not in text  # where the hook process runs decides: the global feed here
+    for hostile in (["/home/u/src/alpha"], {"path": "/srv/beta"}, 7, "   "):
+        payload = json.dumps({"session_id": "s-9", "cwd": hostile})
+        result = invoke("session-start", "--brain-feed", str(projects), "--format", "text", input=payload)
+        assert result.exit_code == 0 and result.stdout, (hostile, result.stderr)
+
+
 def test_no_index_or_a_corrupt_one_means_the_global_feed(projects: Path) -> None:
     (projects / "projects" / "index.json").write_text("{not json")
     assert "# Hot arcs" in start(projects, "/home/u/src/alpha")

@@ -677,8 +677,9 @@ class HookCall(NamedTuple):
 
 
 def session_cwd(flag: str | None, hook_input: HookInput, process_cwd: str | None) -> str | None:
-    """An explicit ``--cwd`` beats the hook input, which beats where the hook process runs."""
-    return flag or hook_input.cwd or process_cwd
+    """An explicit ``--cwd`` beats the hook input, which beats where the hook process runs. A
+    value no path can hold (a NUL byte) is passed over."""
+    return next((value for value in (flag, hook_input.cwd, process_cwd) if value and "\x00" not in value), None)
 
 
 def session_start_answer(call: HookCall, output_format: str) -> str:
