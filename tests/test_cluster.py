@@ -168,6 +168,21 @@ def test_bad_bundle_entries_are_reported_not_fatal(vault: Path) -> None:
     assert len(report["problems"]) == 3
 
 
+def test_a_session_dated_outside_the_usable_years_is_left_out_not_an_overflow(vault: Path) -> None:
+    # end 9999-12-31 stopped `brain cluster` (OverflowError: date value out of range) when the
+    # grouping added its gap to it; now it is left out and named, like any unreadable entry
+    far = session("far", T0)
+    far["end"] = "9999-12-31T23:59:59Z"
+    early = session("early", T0)
+    early["start"] = "0001-01-01T00:00:00Z"
+    code, report, _ = cluster(vault, bundle(session("ok", T0), far, early))
+    assert code == 0 and len(report["created"]) == 1
+    assert [p["message"] for p in report["problems"]] == [
+        "sessions[1]: session far: 9999-12-31T23:59:59Z is outside the years 1970-2999; left out",
+        "sessions[2]: session early: 0001-01-01T00:00:00Z is outside the years 1970-2999; left out",
+    ]
+
+
 def test_not_a_bundle_is_a_usage_error(vault: Path) -> None:
     result = CliRunner().invoke(app, ["cluster", "--out-dir", str(vault / "clusters/x"), "--vault", str(vault)],
                                 input="[1, 2]")

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from brain.core.model import ArcInfo, Note, Problem
-from brain.core.timeutil import date_in_text, parse_instant
+from brain.core.timeutil import MAX_YEAR, MIN_YEAR, date_in_text, parse_instant
 from brain.core.vocab import ALARM_SEVERITIES, CLOSED_STATUSES
 from brain.settings import Settings
 
-MIN_YEAR, MAX_YEAR = 1970, 2999
 _EARLIEST = datetime(MIN_YEAR, 1, 1, tzinfo=UTC)
 _LATEST = datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC)
 #: The sub-minute rule: an arc whose whole work took less than this is noise, not work.

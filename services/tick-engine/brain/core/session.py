@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from brain.core.redaction import redact
-from brain.core.timeutil import iso, parse_instant
+from brain.core.timeutil import MAX_YEAR, MIN_YEAR, in_usable_years, iso, parse_instant
 
 BUNDLE_VERSION = 1
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -187,6 +187,9 @@ class Session:
         start, end = parse_instant(data.get("start")), parse_instant(data.get("end"))
         if start is None or end is None:
             raise ValueError(f"session {sid}: start and end must be ISO-8601 times")
+        for instant in (start, end):
+            if not in_usable_years(instant):
+                raise ValueError(f"session {sid}: {iso(instant)} is outside the years {MIN_YEAR}-{MAX_YEAR}")
         if end < start:
             start, end = end, start
         files = data.get("files_touched") or []

@@ -10,8 +10,17 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 _DATE_IN_TEXT = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 
 
+#: The years a date in a vault or a bundle may fall in; one outside (``9999-12-31``, a typo) is
+#: reported and not used: adding a gap or a half-life to it would overflow.
+MIN_YEAR, MAX_YEAR = 1970, 2999
+
+
 class TimeParseError(ValueError):
     pass
+
+
+def in_usable_years(instant: datetime) -> bool:
+    return MIN_YEAR <= instant.year <= MAX_YEAR
 
 
 def parse_instant(value: object) -> datetime | None:

@@ -206,7 +206,9 @@ class Journal:
         return target.relative_to(self.vault).as_posix()
 
     def complete(self) -> None:
-        if self.opened:
+        """Mark the journal done (durably, once: the tick completes it when its last write is
+        made, and the transaction's end finds nothing left to do)."""
+        if self.opened and self.manifest["state"] != "complete":
             self.manifest["state"] = "complete"
             self._save()
 
