@@ -307,3 +307,66 @@ def test_an_append_through_a_file_opened_before_the_commit_is_kept(tmp_path: Pat
     assert any("is kept in .brain/journal/t-1/preserved/" in p.message for p in result.problems), result.problems
     assert [p.path for p in tx.late] == [rel]  # what the tick adds to its report after the block
     assert not [p for p in (vault / "notes").iterdir() if p.name.endswith(".brain-tmp")]
+
+
+def _pending_journal(vault: Path, manifest: Any, pack: bytes = b"") -> Path:
+    folder = vault / ".brain" / "journal" / "20250101T000000Z-tick"
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "pack-1").write_bytes(pack)
+    return folder
+
+
+_OTHER = hashlib.sha1(b"x").hexdigest()
+
+
+@pytest.mark.parametrize(("manifest", "why"), [
+    ([1], "not a JSON object"),
+    ({"tick_id": "x", "state": "pending", "ops": []}, "its tick_id 'x' is not the name of its folder"),
+    ({"tick_id": "20250101T000000Z-tick", "state": "pending", "ops": 5}, "ops is not a list"),
+    ({"tick_id": "20250101T000000Z-tick", "state": "pending", "ops": [{"op": "write"}]}, "ops[0].path is not a path"),
+    ({"tick_id": "20250101T000000Z-tick", "state": "pending",
+      "ops": [{"op": "write", "path": "../outside.md", "before": None, "after": _OTHER}]}, "leaves the vault"),
+    ({"tick_id": "20250101T000000Z-tick", "state": "pending",
+      "ops": [{"op": "move", "path": "clusters/a.md", "dst": "/etc/passwd", "before": _OTHER, "after": _OTHER,
+               "pack": "pack-1", "offset": 0, "length": 1}]}, "not a vault-relative path"),
+    ({"tick_id": "20250101T000000Z-tick", "state": "pending",
+      "ops": [{"op": "write", "path": "clusters/a.md", "before": _OTHER, "after": None, "pack": "../../x",
+               "offset": 0, "length": 1}]}, "names no before-image a pack can hold"),
+    ({"tick_id": "20250101T000000Z-tick", "state": "pending",
+      "ops": [{"op": "write", "path": "clusters/a.md", "before": hashlib.sha1(b"old").hexdigest(),
+               "after": hashlib.sha1(b"the operator's note\n").hexdigest(), "pack": "pack-1", "offset": 0,
+               "length": 3}]}, "does not match its hash"),
+])
+def test_a_damaged_pending_journal_is_reported_never_rolled_back_and_ticks_go_on(
+        tmp_path: Path, manifest: Any, why: str) -> None:
+    # Every one of these stopped each tick that followed (KeyError, TypeError, FileNotFoundError),
+    # and one would have written outside the vault on recovery.
+    vault = init_vault(tmp_path / "v")
+    arc = write_arc(vault, "clusters/2026-11-21", "2026-11-21-x-0123456789ab", sessions=["a"])
+    (vault / "clusters" / "a.md").write_text("the operator's note\n")
+    folder = _pending_journal(vault, manifest, pack=b"new")
+    before = {p: p.read_bytes() for p in (arc, vault / "clusters" / "a.md")}
+    for _ in range(2):
+        done = subprocess.run([*BRAIN, "tick", "--vault", str(vault), "--no-ai", "--json", "--now", NOW],
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        [problem] = [p for p in json.loads(done.stdout)["problems"] if p["path"].startswith(".brain/journal/")]
+        assert problem["path"] == ".brain/journal/20250101T000000Z-tick"
+        assert problem["message"].startswith("a damaged journal, not rolled back:") and why in problem["message"]
+    assert (vault / "clusters" / "a.md").read_bytes() == before[vault / "clusters" / "a.md"]
+    assert not (tmp_path / "outside.md").exists() and (folder / "manifest.json").is_file()
+    undo = subprocess.run([*BRAIN, "undo", "--vault", str(vault), "--tick", folder.name], capture_output=True,
+                          text=True, check=False)
+    assert undo.returncode == 1 and "cannot undo 20250101T000000Z-tick" in undo.stderr and why in undo.stderr
+    assert "Traceback" not in undo.stderr
+
+
+def test_undo_takes_only_a_journal_id(vault: Path) -> None:
+    # `--tick ..` named .brain/manifest.json: a journal's file outside the journal folder
+    (vault / ".brain" / "journal").mkdir(exist_ok=True)
+    (vault / ".brain" / "manifest.json").write_text(json.dumps({"tick_id": "..", "state": "complete", "ops": []}))
+    for tick in ("..", "../../etc", "/tmp", "a/b"):
+        done = subprocess.run([*BRAIN, "undo", "--vault", str(vault), "--tick", tick], capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 2 and "unknown tick" in done.stderr, done.stderr

@@ -146,13 +146,16 @@ def undo(
             target = entries[-1]["tick_id"]
         else:
             target = tick_id
-            if not (root / writer.JOURNAL_DIR / target / "manifest.json").is_file():
+            if not writer.JOURNAL_ID.match(target) or not (root / writer.JOURNAL_DIR / target / "manifest.json").is_file():
                 raise UsageError("unknown tick", f"no journal {target}", path=root / writer.JOURNAL_DIR)
         from brain.io.transaction import transaction
 
         # No recovery first: undo is how an operator inspects and restores journals by hand.
         with transaction(root, "undo", f"undo-{target}", resolve_now(s), recover=False) as tx:
-            result = tx.undo(target, force=force)
+            try:
+                result = tx.undo(target, force=force)
+            except writer.JournalError as exc:  # nothing was restored
+                raise BrainError(f"cannot undo {target}", f"a damaged journal: {exc}", path=root) from None
         print(json.dumps({"tick_id": target, "restored": result.restored, "conflicts": result.conflicts,
                           "done": result.done}))
         if not result.done:

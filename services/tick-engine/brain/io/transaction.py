@@ -105,6 +105,11 @@ def transaction(vault: Path, command: str, tick_id: str, now: datetime, *,
         tx = Transaction(vault, tick_id, writer.Journal(vault, tick_id, now))
         if recover:
             for done in writer.recover(vault):
+                if done.damaged is not None:
+                    tx.recovered.append(Problem(f"{writer.JOURNAL_DIR}/{done.tick_id}", None,
+                                                f"a damaged journal, not rolled back: {done.damaged}; "
+                                                "the files it names are left as they are"))
+                    continue
                 tx.recovered.append(Problem(
                     f"{writer.JOURNAL_DIR}/{done.tick_id}", None,
                     f"rolled back an interrupted run ({len(done.restored)} files restored"

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -220,6 +220,85 @@ def before_image(root: Path, op: dict[str, Any]) -> bytes | None:
         handle.seek(int(op["offset"]))
         data: bytes = handle.read(int(op["length"]))
     return data
+
+
+class JournalError(ValueError):
+    """A journal that cannot be trusted (unreadable, damaged, naming paths outside the vault,
+    before-images that do not match their hashes): never rolled back or undone."""
+
+
+JOURNAL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_PACK_NAME = re.compile(r"^pack-[0-9]{1,9}$")
+_SHA1 = re.compile(r"^[0-9a-f]{40}$")
+_OPS = ("write", "move", "delete")
+
+
+def load_manifest(vault: Path, tick_id: str) -> dict[str, Any]:
+    """The manifest of journal ``tick_id``, every field checked (:func:`_manifest_problem`).
+    Raises FileNotFoundError when there is none, :class:`JournalError` when it cannot be trusted."""
+    if not JOURNAL_ID.match(tick_id):
+        raise JournalError(f"{tick_id!r} is not a journal id")
+    path = vault / JOURNAL_DIR / tick_id / "manifest.json"
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise JournalError(f"{path} cannot be read: {exc.strerror}") from None
+    except ValueError:
+        raise JournalError(f"{path} is not JSON") from None
+    problem = _manifest_problem(vault, tick_id, data)
+    if problem is not None:
+        raise JournalError(f"{path}: {problem}")
+    return cast(dict[str, Any], data)
+
+
+def _manifest_problem(vault: Path, tick_id: str, data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if data.get("tick_id") != tick_id:
+        return f"its tick_id {data.get('tick_id')!r} is not the name of its folder"
+    if data.get("state") not in ("pending", "complete", "undone"):
+        return f"unknown state {data.get('state')!r}"
+    ops = data.get("ops")
+    if not isinstance(ops, list):
+        return "ops is not a list"
+    verified: set[str] = set()
+    for number, op in enumerate(ops):
+        if not isinstance(op, dict) or op.get("op") not in _OPS:
+            return f"ops[{number}] is not a write, move or delete"
+        for key in ("path", "dst") if op["op"] == "move" else ("path",):
+            if not isinstance(op.get(key), str):
+                return f"ops[{number}].{key} is not a path"
+            try:
+                confined(vault, op[key], verified)
+            except ConfinementError as exc:
+                return f"ops[{number}]: {exc}"
+        for key in ("before", "after"):
+            value = op.get(key)
+            if value is not None and not (isinstance(value, str) and _SHA1.match(value)):
+                return f"ops[{number}].{key} is not a sha1"
+        if op.get("before") is not None and not (
+            isinstance(op.get("pack"), str) and _PACK_NAME.match(op["pack"])
+            and all(isinstance(op.get(k), int) and not isinstance(op.get(k), bool) and op[k] >= 0
+                    for k in ("offset", "length"))
+        ):
+            return f"ops[{number}] names no before-image a pack can hold"
+    return None
+
+
+def _before_images(root: Path, ops: list[dict[str, Any]]) -> list[bytes | None]:
+    """Every before-image of ``ops``, each checked against its hash, before anything is restored."""
+    images = []
+    for number, op in enumerate(ops):
+        try:
+            image = before_image(root, op)
+        except OSError as exc:
+            raise JournalError(f"{root}: the before-image of ops[{number}] cannot be read: {exc.strerror}") from None
+        if image is not None and sha1_bytes(image) != op["before"]:
+            raise JournalError(f"{root}: the before-image of ops[{number}] ({op['path']}) does not match its hash")
+        images.append(image)
+    return images
 
 
 @dataclass
@@ -704,6 +783,7 @@ class UndoResult:
     restored: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     done: bool = False
+    damaged: str | None = None  # why the journal could not be trusted (then nothing was restored)
 
 
 def journals(vault: Path) -> list[dict[str, Any]]:
@@ -714,9 +794,11 @@ def journals(vault: Path) -> list[dict[str, Any]]:
         return found
     for entry in sorted(root.iterdir(), key=lambda p: p.name):
         try:
-            found.append(json.loads((entry / "manifest.json").read_text()))
+            manifest = json.loads((entry / "manifest.json").read_bytes())
         except (OSError, ValueError):
             continue
+        if isinstance(manifest, dict) and isinstance(manifest.get("tick_id"), str):
+            found.append(manifest)
     return found
 
 
@@ -728,7 +810,7 @@ def _sha_of(path: Path) -> str | None:
 def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> UndoResult:
     """Restore the before-images of ``tick_id``; refuse files edited since unless ``force``."""
     root = vault / JOURNAL_DIR / tick_id
-    manifest = json.loads((root / "manifest.json").read_text())
+    manifest = load_manifest(vault, tick_id)
     result = UndoResult(tick_id)
     state: dict[str, str | None] = {}
 
@@ -757,8 +839,8 @@ def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> Un
     if dry_run:
         result.done = True
         return result
-    for op in reversed(manifest["ops"]):
-        before = before_image(root, op)
+    images = _before_images(root, manifest["ops"])  # all of them, checked, before any file changes
+    for op, before in reversed(list(zip(manifest["ops"], images, strict=True))):
         if op["op"] == "move":
             dst, src = vault / op["dst"], vault / op["path"]
             if before is not None:
@@ -802,18 +884,25 @@ def recover(vault: Path) -> list[UndoResult]:
     root = vault / JOURNAL_DIR
     entries = sorted(root.iterdir(), key=lambda p: p.name) if root.is_dir() else []
     for entry in entries:
-        if _completed(entry / "manifest.json"):
+        if _completed(entry / "manifest.json") or not entry.is_dir():
             continue
         try:
-            manifest = json.loads((entry / "manifest.json").read_text())
-        except (OSError, ValueError):
+            manifest = load_manifest(vault, entry.name)
+        except FileNotFoundError:
+            continue  # killed before its first plan was recorded: nothing of it was carried out
+        except JournalError as exc:
+            results.append(UndoResult(entry.name, damaged=str(exc)))
             continue
         if manifest.get("state") == "pending":
             for op in manifest["ops"]:  # content staged but never renamed into place
                 for rel in (op["path"], op.get("dst")):
                     if rel:
                         _clear_staged(vault, manifest["tick_id"], rel, op)
-            result = undo(vault, manifest["tick_id"], force=False)
+            try:
+                result = undo(vault, manifest["tick_id"], force=False)
+            except JournalError as exc:  # a pack that lost or changed bytes: nothing was restored
+                results.append(UndoResult(entry.name, damaged=str(exc)))
+                continue
             if not result.done:
                 # Someone edited a file after the crash: keep their text, roll back the rest.
                 result = _undo_unconflicted(vault, manifest, result)
