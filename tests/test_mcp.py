@@ -71,6 +71,7 @@ def test_read_tools_answer_and_writes_are_off_by_default(served: Path, tmp_path:
         out["arc"] = payload(await session.call_tool("get_arc", {"cluster_id": ARC}))
         out["status"] = payload(await session.call_tool("status", {}))
         out["feed"] = payload(await session.call_tool("feed", {"cwd": str(project_dir)}))
+        out["feed_nul"] = await session.call_tool("feed", {"cwd": f"{project_dir}\x00"})  # no path holds a NUL
         out["tombstone"] = payload(await session.call_tool("get_arc", {"cluster_id": "2026-11-20-old-cccccccccccc"}))
         out["remember"] = await session.call_tool("remember", {"kind": "lesson", "text": "x", "project": "p"})
         return out
@@ -90,6 +91,7 @@ def test_read_tools_answer_and_writes_are_off_by_default(served: Path, tmp_path:
     assert out["status"]["writes_enabled"] is False and out["status"]["indexed"]["lesson"] == 1
     assert out["status"]["last_tick"]["exit_code"] == 0 and out["status"]["alarms"] == []
     assert "Webhook delivery" in out["feed"]  # the gateway project's boot feed
+    assert not out["feed_nul"].is_error and out["feed_nul"].content[0].text  # the global feed, not a failed call
     assert out["tombstone"]["frontmatter"]["merged_into"] == ARC
     assert out["remember"].is_error  # not offered at all
     assert not (served / "raw").exists()

@@ -481,10 +481,13 @@ class Context(NamedTuple):
 
 
 def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
-    """The context a session in ``cwd`` gets, within ``feed_token_budget``."""
+    """The context a session in ``cwd`` gets, within ``feed_token_budget``. A ``cwd`` no path
+    can hold (a NUL byte: the MCP ``feed`` tool passes what the agent sent) is no cwd."""
     folder = feed_folder(settings)
     if folder is None:
         return Context("", None)
+    if cwd is not None and "\x00" in cwd:
+        cwd = None
     index = load_index(folder)
     found = match_session(index, cwd) if index is not None else None
     project = found[0] if found is not None else None
