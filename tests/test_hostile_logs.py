@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,7 +100,8 @@ def _claude_specimen() -> list[dict[str, Any]]:
 def _claude(root: Path, records: list[dict[str, Any]]) -> Settings:
     folder = root / "projects" / "-home-dev-src-app"
     folder.mkdir(parents=True)
-    session = next((r["sessionId"] for r in records if isinstance(r.get("sessionId"), str)), "session")
+    session = next((r["sessionId"] for r in records if isinstance(r.get("sessionId"), str)
+                    and re.fullmatch(r"[0-9a-f-]{36}", r["sessionId"])), "0f0e0d0c-0b0a-4000-8000-000000000001")
     (folder / f"{session}.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return Settings(projects_dir=root / "projects", codex_dir=root / "none", gemini_dir=root / "none",
@@ -184,3 +186,25 @@ def test_a_record_no_reader_expected_is_skipped_and_named_and_the_file_goes_on(t
     assert problem.startswith(f"{log}:2: record skipped, a value of an unexpected shape (TypeError in "
                               "test_hostile_logs.py:")  # where the reader stopped, for a bug report
     assert problem.endswith(": unhashable type: 'list')")
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_the_evals_own_reader_takes_a_field_of_another_type_too(agent: str, tmp_path: Path) -> None:
+    """`brain eval feed` judges with its own reading of the logs (FEED-METRIC): one odd record
+    must not stop an operator's replay either (a tool_use whose name was a list did)."""
+    from brain.evaluation import needs
+
+    specimen, layout = READERS[agent]
+    records = specimen()
+    failures = []
+    for index, shape in enumerate(sorted({shape for record in records for shape in _shapes(record)})):
+        for number, value in enumerate(HOSTILE):
+            settings = layout(tmp_path / f"{index}-{number}", [_replaced(record, shape, value) for record in records])
+            found = needs.locate_claude(settings.projects_dir) if agent == "claude-code" else \
+                needs.locate_codex(settings.codex_dir)
+            try:
+                for files in found.values():
+                    needs.read_needs(files)
+            except Exception as exc:  # every failure is collected and reported below
+                failures.append(f"{'.'.join(shape)} = {value!r}: {type(exc).__name__}: {exc}")
+    assert not failures, f"{len(failures)} hostile fields stop the eval's {agent} reader:\n" + "\n".join(failures[:20])

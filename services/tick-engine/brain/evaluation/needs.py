@@ -159,7 +159,7 @@ def _records(path: Path, damaged: list[int] | None = None) -> Iterator[dict[str,
                 continue
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # damaged, or nested deeper than Python parses
                 if damaged is not None:
                     damaged[0] += 1
                 continue
@@ -768,10 +768,9 @@ def read_claude(files: SessionFiles, cwd: str | None = None) -> SessionNeeds:
 def _claude_tool(out: _Collector, block: Mapping[str, Any]) -> None:
     name = block.get("name")
     tool_input = block.get("input")
-    if not isinstance(tool_input, dict):
+    if not isinstance(tool_input, dict) or not isinstance(name, str):
         return
-    if isinstance(name, str):
-        name = name.removeprefix(_ACP_PREFIX)
+    name = name.removeprefix(_ACP_PREFIX)
     if name in _FILE_TOOLS:
         for key in ("file_path", "notebook_path"):
             value = tool_input.get(key)
@@ -857,7 +856,7 @@ def _codex_prompt(out: _Collector, seen: set[str], text: str) -> None:
 
 
 def _codex_call(out: _Collector, payload: Mapping[str, Any]) -> None:
-    name = payload.get("name")
+    name = payload.get("name") if isinstance(payload.get("name"), str) else ""
     if payload.get("type") == "custom_tool_call" and isinstance(payload.get("input"), str):
         if name == "apply_patch":
             _patch_files(out, payload["input"])
@@ -872,7 +871,7 @@ def _codex_call(out: _Collector, payload: Mapping[str, Any]) -> None:
     raw = payload.get("arguments")
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
+    except (ValueError, RecursionError):
         return
     if not isinstance(arguments, dict):
         return
