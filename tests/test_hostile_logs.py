@@ -133,10 +133,38 @@ def _gemini_specimen() -> list[dict[str, Any]]:
     return [{**chat, "messages": _specimen(iter(messages))}]
 
 
+def _opencode_specimen() -> list[dict[str, Any]]:
+    """One OpenCode session (tests/test_readers_opencode.py): its info, then each message with its parts."""
+    from tests.test_readers_opencode import conversation
+
+    info, messages = conversation()
+    return [info, *({"message": message, "parts": parts} for message, parts in messages)]
+
+
+def _opencode(root: Path, records: list[dict[str, Any]]) -> Settings:
+    """The JSON storage tree, every file named by the ids of the unchanged session."""
+    original = _opencode_specimen()
+    storage = root / "opencode" / "storage"
+    sid = original[0]["id"]
+    files = [(storage / "session" / "global" / f"{sid}.json", records[0])]
+    for before, after in zip(original[1:], records[1:], strict=True):
+        mid = before["message"]["id"]
+        files.append((storage / "message" / sid / f"{mid}.json", after.get("message")))
+        parts = after.get("parts") if isinstance(after.get("parts"), list) else []
+        files += [(storage / "part" / mid / f"{part['id']}.json", value)
+                  for part, value in zip(before["parts"], parts, strict=False)]
+    for path, value in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value), encoding="utf-8")
+    return Settings(projects_dir=root / "none", codex_dir=root / "none", gemini_dir=root / "none",
+                    opencode_dir=root / "opencode")
+
+
 READERS: dict[str, tuple[Callable[[], list[dict[str, Any]]], Callable[[Path, list[dict[str, Any]]], Settings]]] = {
     "claude-code": (_claude_specimen, _claude),
     "codex": (lambda: _specimen(_jsonl(sorted((FIXTURES / "codex").rglob("*.jsonl")))), _codex),
     "gemini-cli": (_gemini_specimen, _gemini),
+    "opencode": (_opencode_specimen, _opencode),
 }
 
 
