@@ -236,3 +236,43 @@ def test_the_evals_own_reader_takes_a_field_of_another_type_too(agent: str, tmp_
             except Exception as exc:  # every failure is collected and reported below
                 failures.append(f"{'.'.join(shape)} = {value!r}: {type(exc).__name__}: {exc}")
     assert not failures, f"{len(failures)} hostile fields stop the eval's {agent} reader:\n" + "\n".join(failures[:20])
+
+
+def test_gemini_and_opencode_skip_a_record_or_session_they_cannot_take(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same safety net in the readers that do not read line by line: one message of a Gemini
+    chat, one OpenCode session; the rest of the run comes out."""
+    from brain.io.sessions import gemini, opencode
+    from tests.test_readers_opencode import conversation, write_storage
+
+    upsert = gemini._Chat.upsert
+    seen: list[int] = []
+
+    def failing_upsert(chat: Any, message: dict[str, Any]) -> None:
+        seen.append(1)
+        if len(seen) == 2:
+            raise TypeError("unhashable type: 'list'")
+        upsert(chat, message)
+
+    monkeypatch.setattr(gemini._Chat, "upsert", failing_upsert)
+    settings = Settings(projects_dir=tmp_path / "none", codex_dir=tmp_path / "none",
+                        gemini_dir=FIXTURES / "gemini-cli" / "tmp", opencode_dir=tmp_path / "none")
+    bundle = extract(settings, NOW, since="4000d", min_turns=0, agent="gemini-cli")
+    assert bundle.sessions and bundle.stats["skipped_records"] == 1
+    assert any(":2: record skipped, a value of an unexpected shape (TypeError in" in w for w in bundle.warnings)
+
+    for sid in ("ses_1aaaaaaaaaaaaaaaaaaaaaaaaa", "ses_2bbbbbbbbbbbbbbbbbbbbbbbbb"):
+        write_storage(tmp_path / "opencode", *conversation(sid))
+    from_storage = opencode._from_storage
+
+    def failing_storage(storage: Path, path: Path, *args: Any) -> Any:
+        if path.stem.startswith("ses_1"):
+            raise AttributeError("'list' object has no attribute 'get'")
+        return from_storage(storage, path, *args)
+
+    monkeypatch.setattr(opencode, "_from_storage", failing_storage)
+    settings = Settings(projects_dir=tmp_path / "none", codex_dir=tmp_path / "none", gemini_dir=tmp_path / "none",
+                        opencode_dir=tmp_path / "opencode")
+    bundle = extract(settings, NOW, since="4000d", min_turns=0, agent="opencode")
+    assert [s.session_id for s in bundle.sessions] == ["ses_2bbbbbbbbbbbbbbbbbbbbbbbbb"]
+    assert bundle.stats["skipped_records"] == 1 and "ses_1aaaaaaaaaaaaaaaaaaaaaaaaa" in " ".join(bundle.warnings)

@@ -17,7 +17,9 @@ cleaning, joy detection, statistics.
 from __future__ import annotations
 
 import json
+import os
 import re
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
@@ -121,6 +123,25 @@ _LONE_SURROGATE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 )
 _DECODER = json.JSONDecoder()
+
+
+#: What a record of a shape no reader expected can raise in a handler: that record is skipped
+#: and reported, the rest of the file and of the run go on.
+RECORD_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
+#: Skipped records reported by name in one run (the rest are counted in ``damaged_lines``).
+MAX_SKIPPED_REPORTS = 20
+
+
+def skipped_record(stats: ReadStats, path: Path, line: int, exc: BaseException) -> None:
+    """One warning for a record a handler could not take, with where the reader stopped (so
+    the operator can report it); beyond :data:`MAX_SKIPPED_REPORTS`, counted only."""
+    stats.skipped_records += 1
+    if stats.skipped_records > MAX_SKIPPED_REPORTS:
+        return
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ is not None else None
+    where = f" in {os.path.basename(frame.filename)}:{frame.lineno}" if frame is not None else ""
+    stats.problems.append(f"{path}:{line}: record skipped, a value of an unexpected shape "
+                          f"({type(exc).__name__}{where}: {str(exc)[:120]})")
 
 
 def _lines(handle: IO[bytes], counters: FileCounters) -> Iterator[bytes | None]:

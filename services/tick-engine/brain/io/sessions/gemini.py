@@ -35,7 +35,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
     PROMPT_KEEP_CHARS,
+    RECORD_ERRORS,
     FileCounters,
     Progress,
     PromptTrack,
@@ -62,6 +63,7 @@ from brain.io.sessions import (
     project_name,
     register,
     relative_file,
+    skipped_record,
     time_key,
     top_tools,
     work_fields,
@@ -350,20 +352,27 @@ def _salvage_messages(text: str, counters: FileCounters) -> dict[str, Any] | Non
 
 def _read_chat(path: Path, chat: _Chat, stats: ReadStats) -> FileCounters:
     counters = FileCounters()
+    def take(handle: Callable[[dict[str, Any]], None], value: dict[str, Any], where: int) -> None:
+        try:
+            handle(value)
+        except RECORD_ERRORS as exc:  # a shape no check foresaw: this record only
+            counters.damaged += 1
+            skipped_record(stats, path, where, exc)
+
     if path.suffix == ".jsonl":
         try:
             for record in iter_records(path, counters):
-                chat.record(record)
+                take(chat.record, record, counters.lines)
         except OSError:
             stats.unreadable_files += 1
     else:
         data = _read_json(path, counters, stats, "Gemini CLI chat file")
         if isinstance(data, dict):
-            chat.meta(data)
+            take(chat.meta, data, 0)
             messages = data.get("messages")
-            for message in messages if isinstance(messages, list) else []:
+            for number, message in enumerate(messages if isinstance(messages, list) else []):
                 if isinstance(message, dict):
-                    chat.upsert(message)
+                    take(chat.upsert, message, number + 1)  # "line": the message's place in the chat
         elif data is not None:
             counters.damaged += 1
     stats.count(counters)

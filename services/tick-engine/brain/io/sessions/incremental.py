@@ -25,38 +25,26 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from brain.io.atomic import atomic_write
-from brain.io.sessions import FileCounters, ReadStats, _lines, decode_line, time_key
+from brain.io.sessions import (
+    RECORD_ERRORS,
+    FileCounters,
+    ReadStats,
+    _lines,
+    decode_line,
+    skipped_record,
+    time_key,
+)
 
 CURSOR_VERSION = 1
 CURSOR_NAME = "extract-cursor.json"
 
 RecordHandler = Callable[[dict[str, Any], int], None]
-
-
-#: What a record of a shape no reader expected can raise in a handler: that record is skipped
-#: and reported, the rest of the file and of the run go on.
-RECORD_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
-#: Skipped records reported by name in one run (the rest are counted in ``damaged_lines``).
-MAX_SKIPPED_REPORTS = 20
-
-
-def skipped_record(stats: ReadStats, path: Path, line: int, exc: BaseException) -> None:
-    """One warning for a record a handler could not take, with where the reader stopped (so
-    the operator can report it); beyond :data:`MAX_SKIPPED_REPORTS`, counted only."""
-    stats.skipped_records += 1
-    if stats.skipped_records > MAX_SKIPPED_REPORTS:
-        return
-    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ is not None else None
-    where = f" in {os.path.basename(frame.filename)}:{frame.lineno}" if frame is not None else ""
-    stats.problems.append(f"{path}:{line}: record skipped, a value of an unexpected shape "
-                          f"({type(exc).__name__}{where}: {str(exc)[:120]})")
 
 
 def read_numbered(path: Path, handle: RecordHandler, stats: ReadStats, until: str | None = None) -> FileCounters:

@@ -46,6 +46,7 @@ from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
     PROMPT_KEEP_CHARS,
+    RECORD_ERRORS,
     FileCounters,
     Progress,
     PromptTrack,
@@ -63,6 +64,7 @@ from brain.io.sessions import (
     register,
     relative_file,
     session_cwd,
+    skipped_record,
     time_key,
     top_tools,
     work_fields,
@@ -510,7 +512,10 @@ def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
         try:
             with closing(_connect(found.database)) as connection:
                 for sid in found.db_sessions:
-                    sinks[sid] = _from_database(connection, sid, stats, until)
+                    try:
+                        sinks[sid] = _from_database(connection, sid, stats, until)
+                    except RECORD_ERRORS as exc:  # a shape no check foresaw: this session only
+                        skipped_record(stats, Path(f"{found.database}#{sid}"), 0, exc)
                     if cursor is not None and sid in found.db_states:
                         cursor.record(_row_key(found.database, sid), found.db_states[sid], 0)
                     step()
@@ -522,7 +527,11 @@ def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
             if path.stem in sinks:
                 step()
                 continue  # migrated: the database holds it
-            sink = _from_storage(found.storage, path, stats, until)
+            try:
+                sink = _from_storage(found.storage, path, stats, until)
+            except RECORD_ERRORS as exc:
+                skipped_record(stats, path, 0, exc)
+                sink = None
             if sink is not None and sink.session_id not in sinks:
                 sinks[sink.session_id] = sink
             step()
