@@ -121,6 +121,21 @@ def test_text_is_redacted_and_cannot_open_or_close_a_marker(arcs: Path) -> None:
     assert block.count("<!--") == 2 and block.count("-->") == 2
 
 
+def test_control_characters_never_reach_an_arc_and_line_breaks_stay(arcs: Path) -> None:
+    # A NUL from an agent's `remember` reached the arc's title, its block and the dashboard: grep
+    # and git then call the notes binary. Controls, ANSI escapes and format characters are spaces.
+    hostile = "first\x00line \x1b[31mred\x1b[0m \u202eflip\r\nsecond\tline\x07"
+    rendered = render_note("lesson", hostile, project="gate\x00way", created=WHEN, max_chars=200)
+    assert "project: gate way" in rendered
+    drop(arcs, "1.md", rendered)
+    plan, problems = drain_inbox(arcs, notes(arcs), WHEN, Settings(vault=arcs))
+    assert not problems
+    text = next(op for op in plan.operations if isinstance(op, WriteFile)).content.decode()
+    block = text[text.index("<!-- @lesson"):]
+    assert "first line red  flip\nsecond\tline" in block
+    assert not any(not ch.isprintable() and ch not in "\n\t" for ch in text)
+
+
 def test_a_note_drained_twice_adds_one_block(arcs: Path) -> None:
     rel = drop(arcs, "1.md", note("lesson", "Only once.", project="gateway"))
     saved = (arcs / rel).read_text()

@@ -34,7 +34,7 @@ from brain.core.plan import DeleteFile as Delete
 from brain.core.plan import Expect, Plan, WriteFile
 from brain.core.redaction import redact
 from brain.core.sections import append_to_section
-from brain.core.text import cut, strip_marker_syntax
+from brain.core.text import clean_block, cut, printable, strip_marker_syntax
 from brain.core.timeutil import iso
 from brain.core.vocab import CLOSED_STATUSES, INBOX, SEVERITIES
 from brain.settings import Settings
@@ -61,15 +61,9 @@ class InboxItem:
     session: str | None = None
 
 
-def clean_text(text: str, max_chars: int) -> str:
-    """Agent text made safe to store: redacted, no marker syntax, at most ``max_chars``."""
-    value = strip_marker_syntax(redact(text)).strip()
-    return cut(value, max(1, max_chars)) if len(value) > max_chars else value
-
-
 def clean_project(project: str) -> str:
     """A project name as written into frontmatter; a path or an empty name is refused."""
-    value = " ".join(strip_marker_syntax(redact(project)).split())
+    value = " ".join(strip_marker_syntax(redact(printable(project))).split())
     if not value or not any(c.isalnum() for c in value):
         raise InboxError("project is empty")
     if "/" in value or "\\" in value or value.startswith(".") or len(value) > PROJECT_MAX_CHARS:
@@ -96,7 +90,7 @@ def render_note(
 ) -> str:
     """The text of one inbox note (what ``brain mcp`` writes); InboxError when it cannot be one."""
     severity, source = validate(kind, severity, source)
-    body = clean_text(text, max_chars)
+    body = clean_block(text, max_chars)
     if not body:
         raise InboxError("text is empty")
     meta: dict[str, Any] = {"kind": kind, "project": clean_project(project)}
@@ -136,7 +130,7 @@ def parse_note(
         project = project_of(cwd)
     if project is None:
         raise InboxError("no project: add a project: (or cwd:) line to the frontmatter")
-    body = clean_text(document.body, max_chars)
+    body = clean_block(document.body, max_chars)
     if not body:
         raise InboxError("the note has no text")
     session = _string(meta, "session")

@@ -11,6 +11,9 @@ what such text may be once it is written into a note:
 * redacted (SPEC §10), after the markers are gone (a removed ``<!--`` cannot hide a secret);
 * at most ``max_chars`` characters, cut on a word boundary with ``…``; megabyte inputs are
   bounded before any of this runs.
+
+:func:`clean_block` is the same for a block of lines (an agent's inbox note): line breaks and
+tabs stay, every other rule holds.
 """
 
 from __future__ import annotations
@@ -72,17 +75,32 @@ def strip_marker_syntax(text: str) -> str:
     return text
 
 
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with lone surrogates as U+FFFD, ANSI escapes removed, and every control,
+    separator, format or unassigned character but those in ``keep`` a space."""
+    text = _ANSI.sub("", repair_surrogates(text))
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else " " for ch in text)
+
+
 def clean_text(text: str, max_chars: int) -> str:
     """Untrusted ``text`` as one safe line of at most ``max_chars`` characters (see the module docstring)."""
     from brain.core.redaction import redact  # redaction imports this module's helpers
 
-    bounded = text[: max(64, max_chars * 4)]
-    printable = _ANSI.sub("", repair_surrogates(bounded))
-    if not printable.isprintable():  # controls, separators, format and unassigned characters
-        printable = "".join(ch if ch.isprintable() else " " for ch in printable)
-    single = " ".join(strip_marker_syntax(printable).split())
+    single = " ".join(strip_marker_syntax(printable(text[: max(64, max_chars * 4)])).split())
     safe = " ".join(strip_marker_syntax(redact(single)).split())
     return cut(safe, max(1, max_chars))
+
+
+def clean_block(text: str, max_chars: int) -> str:
+    """Untrusted ``text`` as a safe block of lines (an agent's note): :func:`clean_text`'s rules,
+    except that line breaks (``\\r\\n`` and ``\\r`` as ``\\n``) and tabs stay."""
+    from brain.core.redaction import redact
+
+    lines = printable(text[: max(64, max_chars * 4)].replace("\r\n", "\n").replace("\r", "\n"), keep="\n\t")
+    safe = strip_marker_syntax(redact(strip_marker_syntax(lines))).strip()
+    return cut(safe, max(1, max_chars)) if len(safe) > max_chars else safe
 
 
 #: Error class names, errno names and compiler codes (``AssertionError``, ``ECONNREFUSED``, ``TS2345``).
