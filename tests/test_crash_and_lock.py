@@ -370,3 +370,38 @@ def test_undo_takes_only_a_journal_id(vault: Path) -> None:
         done = subprocess.run([*BRAIN, "undo", "--vault", str(vault), "--tick", tick], capture_output=True,
                               text=True, check=False)
         assert done.returncode == 2 and "unknown tick" in done.stderr, done.stderr
+
+
+def test_a_full_disk_is_a_clear_error_and_the_next_tick_recovers(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from typer.testing import CliRunner
+
+    from brain.cli import app
+    from brain.io import writer
+
+    vault = _busy_vault(tmp_path / "v", n=30)
+    before = _arc_files(vault)
+    write_only, calls = writer._write_only, []
+
+    def filling(job: Any) -> None:
+        calls.append(job)
+        if len(calls) > 3:  # the disk fills up in the middle of the write wave
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write_only(job)
+
+    monkeypatch.setattr(writer, "_write_only", filling)
+    monkeypatch.delenv("BRAIN_DEBUG", raising=False)
+    full = CliRunner().invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", NOW])
+    assert full.exit_code == 1 and len(calls) > 3
+    assert "Error: cannot write: No space left on device; free space" in full.stderr
+    assert "unexpected" not in full.stderr
+    monkeypatch.setattr(writer, "_write_only", write_only)
+    done = subprocess.run([*BRAIN, "tick", "--vault", str(vault), "--no-ai", "--json", "--now", NOW],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert any(p["message"].startswith("rolled back an interrupted run") for p in json.loads(done.stdout)["problems"])
+    after = _arc_files(vault)  # every arc whole, none twice
+    assert set(after) == set(before)
+    assert not [p for p in vault.rglob("*") if ".brain-tmp" in p.name]

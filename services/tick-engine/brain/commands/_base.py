@@ -8,6 +8,7 @@ adds the typer parts.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -113,7 +114,16 @@ def _as_brain_error(exc: Exception) -> BrainError | None:
         return BrainError("unsafe vault", str(exc), exit_code=EXIT_USAGE)
     if isinstance(exc, LockHeld):  # every command that takes the vault lock: exit 3, naming the holder
         return BrainError("vault is locked", f"held by {exc.holder}", path=exc.path, exit_code=EXIT_LOCKED)
+    if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRORS:
+        # A full disk, a quota, a read-only mount: what the operator fixes, not a crash. A tick or a
+        # cluster run stopped here left its journal pending: the next run rolls back what it began.
+        return BrainError("cannot write", f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+                          + "; free space or fix the permissions (a tick or cluster run stopped here is rolled "
+                            "back by the next one)")
     return None
+
+
+_STORAGE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
 def outcome(body: Callable[[], int | None], passthrough: tuple[type[Exception], ...] = ()) -> int:
