@@ -214,6 +214,22 @@ def test_hostile_session_ids_stay_inside_the_state_folder(feed: Path, tmp_path: 
         assert set(json.loads(path.read_text())) == {"turns", "digest"}
 
 
+def test_a_state_folder_that_cannot_be_written_never_costs_the_session_its_context(feed: Path,
+                                                                                   tmp_path: Path) -> None:
+    # A full disk under the state folder failed session-start (JSON, the agents' format) with an
+    # unexpected OSError: the session started with nothing. The state is a hint; the context is not.
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the state folder should be\n")
+    env = {"BRAIN_HOOK_STATE_DIR": str(blocked / "sessions"), "BRAIN_REFRESH_INTERVAL": "1"}
+    start = invoke("session-start", "--brain-feed", str(feed), input=json.dumps({"session_id": "s-1"}), env=env)
+    assert start.exit_code == 0, start.stderr
+    assert "# Active alarms" in context_of(start.stdout, "SessionStart")
+    prompt = invoke("prompt-submit", "--brain-feed", str(feed), env=env,
+                    input=json.dumps({"session_id": "s-1", "prompt": "hi", "hook_event_name": "UserPromptSubmit"}))
+    assert prompt.exit_code == 0, prompt.stderr
+    assert "# Active alarms" in context_of(prompt.stdout, "UserPromptSubmit")
+
+
 def test_corrupt_session_state_starts_over(feed: Path, tmp_path: Path) -> None:
     state = tmp_path / "state" / hook.STATE_SUBDIR
     state.mkdir(parents=True)

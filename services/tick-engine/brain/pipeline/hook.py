@@ -16,6 +16,7 @@ path) and :mod:`brain.commands.hook` (typer: help and errors).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -634,21 +635,21 @@ def _load_session(path: Path) -> dict[str, Any]:
 
 def _save_session(path: Path, state: Mapping[str, Any]) -> None:
     """Replace the state file atomically, without fsync: it is a hint (a lost update costs one
-    extra refresh), and two fsyncs would cost the hook more than everything else it does."""
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
+    extra refresh), and two fsyncs would cost the hook more than everything else it does. Best
+    effort: a full disk or a read-only state folder never costs the session its context."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         temp.write_bytes(json.dumps(dict(state), sort_keys=True).encode("utf-8"))
         os.replace(temp, path)
+    except OSError:
+        pass
     finally:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
 
 
 def _prune_sessions(folder: Path, now: float) -> None:
-    import contextlib
-
     horizon = now - SESSION_STATE_KEEP_DAYS * 86_400
     with contextlib.suppress(OSError):
         for path in folder.glob("*.json"):
