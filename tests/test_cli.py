@@ -34,6 +34,24 @@ def test_vault_that_does_not_exist(tmp_path: Path) -> None:
     assert result.exit_code == 2 and f"Error: vault not found ({tmp_path / 'nope'}): not a folder" in result.stderr
 
 
+def test_a_file_where_the_vault_needs_a_folder_is_a_usage_error_naming_it(vault: Path, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x\n")
+    made = runner.invoke(app, ["init", "--vault", str(tmp_path / "afile" / "vault")])
+    assert made.exit_code == 2 and "Error: unusable path: Not a directory:" in made.stderr, made.stderr
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-x-0123456789ab", sessions=["a"])
+    (vault / "brain-feed").rmdir()
+    (vault / "brain-feed").write_text("not a folder\n")
+    before = tree_digest(vault, include_state=False)
+    ticked = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", NOW])
+    assert ticked.exit_code == 2 and "Error: unusable path: " in ticked.stderr  # File exists / Not a directory
+    assert str(vault / "brain-feed") in ticked.stderr
+    assert "unexpected" not in ticked.stderr
+    (vault / "brain-feed").unlink()
+    again = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", NOW])
+    assert again.exit_code == 0, again.stderr  # the folder back: the next tick rolls back and goes on
+    assert tree_digest(vault, include_state=False).keys() >= before.keys() - {"brain-feed"}
+
+
 def test_bad_now_and_bad_env_are_usage_errors(vault: Path) -> None:
     result = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", "yesterday-ish"])
     assert result.exit_code == 2

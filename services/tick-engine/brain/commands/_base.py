@@ -120,10 +120,14 @@ def _as_brain_error(exc: Exception) -> BrainError | None:
         return BrainError("cannot write", f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
                           + "; free space or fix the permissions (a tick or cluster run stopped here is rolled "
                             "back by the next one)")
+    if isinstance(exc, OSError) and exc.errno in _PATH_ERRORS and exc.filename:
+        # A file where the vault needs a folder (brain-feed, a path under a file), a symlink loop.
+        return BrainError("unusable path", f"{exc.strerror}: {exc.filename}", exit_code=EXIT_USAGE)
     return None
 
 
 _STORAGE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+_PATH_ERRORS = frozenset({errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ELOOP, errno.ENAMETOOLONG})
 
 
 def outcome(body: Callable[[], int | None], passthrough: tuple[type[Exception], ...] = ()) -> int:
