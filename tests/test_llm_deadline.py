@@ -259,3 +259,20 @@ def test_a_trickling_gateway_fails_the_tick_with_exit_4_at_the_deadline(vault: P
     llm = report["phases"]["llm"]
     assert "deadline" in llm["error"] and llm["attempts"] == 1, llm
     assert_keeper_work_kept(vault, report)
+
+
+@pytest.mark.timeout(60)
+def test_an_answer_larger_than_the_cap_is_not_read_into_memory_and_fails_the_tick_with_exit_4(
+        vault: Path, llm_stub: LLMStub) -> None:
+    from brain.io import llm
+
+    huge = '{"choices": [{"message": {"content": "' + "x" * (llm.MAX_ANSWER_BYTES + 10) + '"}}]}'
+    llm_stub.enqueue(Scripted(body=huge))
+    with pytest.raises(LLMError, match=f"answered more than {llm.MAX_ANSWER_BYTES} bytes"):
+        client(llm_stub.url).complete("s", "p")
+    build(vault)
+    llm_stub.enqueue(Scripted(body=huge))
+    code, report = _tick(vault, llm_stub.url, BRAIN_LLM_MAX_RETRIES="0")
+    assert code == 4
+    assert any(f"more than {llm.MAX_ANSWER_BYTES} bytes" in p["message"] for p in report["problems"]), report
+    assert_keeper_work_kept(vault, report)

@@ -62,6 +62,8 @@ BACKOFF_CAP_SECONDS = 30.0
 #: A server's Retry-After is honoured up to this many seconds.
 RETRY_AFTER_CAP_SECONDS = 60.0
 #: Longest error body quoted in an LLMError.
+#: The most of an answer's body read (the prompt is bounded; its answer is a few kilobytes).
+MAX_ANSWER_BYTES = 8_000_000
 _ERROR_BODY_CHARS = 300
 #: Name of the schema in OpenAI's response_format (letters, digits, ``_``, ``-``).
 SCHEMA_NAME = "brain_answer"
@@ -343,8 +345,8 @@ class _HTTPClient:
                 attempts += 1
                 try:
                     try:
-                        response = http.post(
-                            self.endpoint, json=self.body(system, prompt, schema), headers=self.headers(),
+                        response = self._post(
+                            http, attempts, json=self.body(system, prompt, schema), headers=self.headers(),
                             timeout=httpx.Timeout(min(self.config.timeout_seconds, left)),
                             extensions={"trace": watchdog.trace},
                         )
@@ -398,6 +400,27 @@ class _HTTPClient:
             attempts=attempts,
             latency_ms=latency_ms,
         )
+
+    def _post(self, http: httpx.Client, attempts: int, **request: Any) -> httpx.Response:
+        """The response, its body read up to :data:`MAX_ANSWER_BYTES` (an answer to a bounded
+        prompt is a few kilobytes: a server sending more is not read into memory)."""
+        with http.stream("POST", self.endpoint, **request) as streamed:
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in streamed.iter_bytes():
+                size += len(chunk)
+                if size > MAX_ANSWER_BYTES:
+                    raise LLMError(
+                        f"LLM server at {_display_url(self.endpoint)} answered more than {MAX_ANSWER_BYTES} bytes "
+                        f"(HTTP {streamed.status_code}): not read further",
+                        status=streamed.status_code, attempts=attempts,
+                    )
+                chunks.append(chunk)
+            # Decoded already: the headers that describe the wire encoding do not come along.
+            headers = [(k, v) for k, v in streamed.headers.items()
+                       if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+            return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks),
+                                  request=streamed.request)
 
     def _deadline_error(self, attempts: int) -> LLMError:
         return LLMError(
