@@ -276,3 +276,32 @@ def test_gemini_and_opencode_skip_a_record_or_session_they_cannot_take(tmp_path:
     bundle = extract(settings, NOW, since="4000d", min_turns=0, agent="opencode")
     assert [s.session_id for s in bundle.sessions] == ["ses_2bbbbbbbbbbbbbbbbbbbbbbbbb"]
     assert bundle.stats["skipped_records"] == 1 and "ses_1aaaaaaaaaaaaaaaaaaaaaaaaa" in " ".join(bundle.warnings)
+
+
+@pytest.mark.timeout(30)
+def test_a_named_pipe_named_like_a_log_is_passed_over_never_waited_on(tmp_path: Path) -> None:
+    """Opening a FIFO for reading waits for a writer: `brain eval feed` hung on one named like a
+    session log. The extraction and the eval's own reader pass over anything but a regular file."""
+    import os
+
+    from brain.evaluation import needs
+
+    project = tmp_path / "projects" / "-home-dev-src-app"
+    project.mkdir(parents=True)
+    records = _claude_specimen()
+    real = project / f"{records[0]['sessionId']}.jsonl"
+    real.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    os.mkfifo(project / "0f0e0d0c-0b0a-4000-8000-000000000009.jsonl")
+    os.mkfifo(project / "agent-0f0e0d0c.jsonl")
+    (project / records[0]["sessionId"] / "subagents").mkdir(parents=True)
+    os.mkfifo(project / records[0]["sessionId"] / "subagents" / "agent-a1.jsonl")
+    rollouts = tmp_path / "codex" / "2026" / "05" / "11"
+    rollouts.mkdir(parents=True)
+    os.mkfifo(rollouts / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl")
+    assert list(needs.locate_claude(tmp_path / "projects")) == [records[0]["sessionId"]]
+    assert needs.locate_claude(tmp_path / "projects")[records[0]["sessionId"]].subagents == ()
+    assert needs.locate_codex(tmp_path / "codex") == {}
+    settings = Settings(projects_dir=tmp_path / "projects", codex_dir=tmp_path / "codex",
+                        gemini_dir=tmp_path / "none", opencode_dir=tmp_path / "none")
+    bundle = extract(settings, NOW, since="4000d", min_turns=0)
+    assert [s.session_id for s in bundle.sessions] == [records[0]["sessionId"]]

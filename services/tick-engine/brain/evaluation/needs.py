@@ -104,11 +104,11 @@ def locate_claude(projects_dir: Path) -> dict[str, SessionFiles]:
         return found
     flat_agents: list[Path] = []
     for project in sorted(p for p in projects_dir.iterdir() if p.is_dir()):
-        for path in sorted(project.glob("*.jsonl")):
+        for path in sorted(p for p in project.glob("*.jsonl") if p.is_file()):  # never a FIFO: opening one waits
             if path.name.startswith("agent-"):
                 flat_agents.append(path)
                 continue
-            nested = tuple(sorted((project / path.stem).glob("subagents/**/agent-*.jsonl")))
+            nested = tuple(sorted(p for p in (project / path.stem).glob("subagents/**/agent-*.jsonl") if p.is_file()))
             found[path.stem] = SessionFiles(path.stem, "claude-code", path, nested)
     for path in flat_agents:
         parent = _first_session_id(path)
@@ -124,7 +124,7 @@ def locate_codex(codex_dir: Path) -> dict[str, SessionFiles]:
     found: dict[str, SessionFiles] = {}
     if not codex_dir.is_dir():
         return found
-    for path in sorted(codex_dir.rglob("rollout-*.jsonl")):
+    for path in sorted(p for p in codex_dir.rglob("rollout-*.jsonl") if p.is_file()):
         session_id = None
         for record in _records(path):
             payload = record.get("payload")

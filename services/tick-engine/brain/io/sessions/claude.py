@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -538,8 +539,16 @@ def _subagent_files(session_dir: Path) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         found.extend(Path(dirpath) / name for name in sorted(filenames)
-                     if name.startswith("agent-") and name.endswith(".jsonl"))
+                     if name.startswith("agent-") and name.endswith(".jsonl") and _regular(Path(dirpath) / name))
     return found
+
+
+def _regular(path: Path) -> bool:
+    """A regular file, not a link: never a FIFO, which opening would wait on for a writer."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def read(plans: list[_FolderPlan], stats: ReadStats, progress: Progress | None = None,
