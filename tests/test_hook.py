@@ -230,6 +230,20 @@ def test_a_state_folder_that_cannot_be_written_never_costs_the_session_its_conte
     assert "# Active alarms" in context_of(prompt.stdout, "UserPromptSubmit")
 
 
+@pytest.mark.timeout(30)
+def test_a_named_pipe_in_the_feed_folder_is_passed_over_never_waited_on(projects: Path, tmp_path: Path) -> None:
+    # Opening a FIFO waits for a writer: one in place of the project's feed file, the index or a
+    # global file held the session's start until the agent gave up on its hook.
+    (projects / "projects" / "alpha.md").unlink()
+    os.mkfifo(projects / "projects" / "alpha.md")
+    os.mkfifo(projects / "zz-extra.md")
+    text = start(projects, "/home/u/src/alpha")
+    assert text and "# Active alarms" in text and "# alpha:" not in text
+    (projects / "projects" / "index.json").unlink()
+    os.mkfifo(projects / "projects" / "index.json")
+    assert "# Active alarms" in start(projects, "/home/u/src/alpha")
+
+
 def test_corrupt_session_state_starts_over(feed: Path, tmp_path: Path) -> None:
     state = tmp_path / "state" / hook.STATE_SUBDIR
     state.mkdir(parents=True)

@@ -709,3 +709,15 @@ def test_a_tick_that_rewrote_feed_files_leaves_a_state_the_next_tick_recognises(
     assert code == 0 and report["changes"]["written"]
     code, report = run_tick_json(vault, now="2026-11-23T12:00:00Z")
     assert code == 0 and report["phases"]["keeper"].get("unchanged_since") is not None
+
+
+@pytest.mark.timeout(30)
+def test_a_named_pipe_in_the_feed_folder_never_holds_the_tick(vault: Path) -> None:
+    """The tick counts the tokens of every file in brain-feed/, and verify reads them again:
+    a named pipe there waited for a writer forever (the CronJob's tick with it)."""
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-hot-0123456789ab", sessions=["a", "b", "c"],
+              tool_calls=2000, last_active="2026-11-21T11:00:00Z")
+    os.mkfifo(vault / "brain-feed" / "extra.md")
+    code, report = run_tick_json(vault)
+    assert code == 0, report.get("problems")
+    assert (vault / "brain-feed" / "hot-arcs.md").is_file()

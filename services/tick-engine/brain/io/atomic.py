@@ -6,9 +6,25 @@ Everything that writes into a vault goes through :mod:`brain.io.writer`, which u
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
+
+
+def read_regular(path: str | Path, limit: int = -1) -> bytes:
+    """The bytes of ``path`` (at most ``limit``) when it is a regular file; OSError otherwise. It is
+    opened without blocking and checked before any read, so a named pipe in its place (an editor,
+    a sync tool, a stray ``mkfifo``) is an error at once instead of a wait for a writer forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
 
 
 class ConfinementError(ValueError):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from brain.core.project import in_home, is_home_folder, is_system_folder, project_name
 from brain.core.project import repository_path as strip_worktree
 from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK
+from brain.io.atomic import read_regular
 
 if TYPE_CHECKING:
     from brain.settings import Settings
@@ -97,9 +98,8 @@ def _priority(meta: Mapping[str, str]) -> int:
 
 def read_section(path: Path) -> FeedSection | None:
     """One feed file without its frontmatter; None when unreadable or its body is empty."""
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            text = handle.read(FEED_FILE_MAX_CHARS)  # a stray huge file cannot slow a session down
+    try:  # a stray huge file cannot slow a session down, nor a named pipe stop it
+        text = read_regular(path, FEED_FILE_MAX_CHARS * 4).decode("utf-8", "replace")[:FEED_FILE_MAX_CHARS]
     except OSError:
         return None
     meta, body = split_frontmatter(text)
@@ -171,8 +171,7 @@ class ProjectIndex(NamedTuple):
 
 def load_index(folder: Path) -> ProjectIndex | None:
     try:
-        with (folder / PROJECT_INDEX).open("rb") as handle:
-            data = json.loads(handle.read(INDEX_MAX_BYTES))
+        data = json.loads(read_regular(folder / PROJECT_INDEX, INDEX_MAX_BYTES))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):
@@ -620,7 +619,7 @@ def _session_file(folder: Path, session_id: str) -> Path:
 
 def _load_session(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path))
     except (OSError, ValueError):
         return {"turns": 0, "digest": None}
     turns = data.get("turns") if isinstance(data, dict) else None

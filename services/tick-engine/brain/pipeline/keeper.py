@@ -17,6 +17,7 @@ from brain.core import feed, keeper
 from brain.core.model import Note, Problem
 from brain.core.plan import Expect, MoveFile, Plan, WriteFile
 from brain.core.snapshot import Snapshot
+from brain.io.atomic import read_regular
 from brain.settings import Settings
 
 
@@ -166,7 +167,7 @@ def external_feed_changes(feed_dir: Path, files: dict[str, str]) -> dict[Path, b
         target = feed_dir / name
         data = text.encode("utf-8")
         try:
-            if target.read_bytes() == data:
+            if read_regular(target) == data:
                 continue
         except OSError:
             pass

@@ -56,7 +56,7 @@ from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import INBOX, TOMBSTONE_STATUSES
 from brain.io import writer
-from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
+from brain.io.atomic import ConfinementError, append_line, atomic_write, confined, read_regular
 from brain.io.transaction import Preview, Target, Transaction, transaction
 from brain.io.vault import (
     Listed,
@@ -660,7 +660,7 @@ def _folder_tokens(feed_dir: Path) -> dict[str, int]:
     if feed_dir.is_dir():
         for other in sorted(feed_dir.glob("*.md")):
             try:
-                found[other.name] = feed.tokens(other.read_text(encoding="utf-8", errors="replace"))
+                found[other.name] = feed.tokens(read_regular(other).decode("utf-8", "replace"))
             except OSError:
                 continue
     return found
@@ -770,7 +770,10 @@ def verify_written(
     if feed_rel is not None and folder.is_dir() and not folder.is_symlink():
         # May only exceed the budget by what is never cut (nuclear signals, top hot arcs, headers):
         # the keeper's own plan tells how small the feed can get.
-        total = sum(feed.tokens(p.read_text(encoding="utf-8", errors="replace")) for p in folder.glob("*.md"))
+        total = 0
+        for feed_file in folder.glob("*.md"):
+            with contextlib.suppress(OSError):  # gone since, or not a file (never a named pipe's wait)
+                total += feed.tokens(read_regular(feed_file).decode("utf-8", "replace"))
         if total > max(s.feed_token_budget, feed_tokens):
             failures.append(Problem(feed_rel, None, f"verify: feed is {total} tokens, budget {s.feed_token_budget}"))
     pending = [d.path if d.path == d.note.path else f"{d.note.path} → {d.path}" for d in check.changed()
