@@ -721,3 +721,23 @@ def test_a_named_pipe_in_the_feed_folder_never_holds_the_tick(vault: Path) -> No
     code, report = run_tick_json(vault)
     assert code == 0, report.get("problems")
     assert (vault / "brain-feed" / "hot-arcs.md").is_file()
+
+
+@pytest.mark.timeout(30)
+def test_named_pipes_in_place_of_the_state_files_never_hold_a_run(vault: Path) -> None:
+    from datetime import UTC, datetime
+
+    from brain.pipeline.extract import extract
+    from brain.settings import Settings
+
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-hot-0123456789ab", sessions=["a", "b", "c"],
+              tool_calls=2000, last_active="2026-11-21T11:00:00Z")
+    assert run_tick_json(vault)[0] == 0
+    for name in ("tick-state.json", "parse-cache", "heat-memo", "tick-view", "extract-cursor.json"):
+        (vault / ".brain" / name).unlink(missing_ok=True)
+        os.mkfifo(vault / ".brain" / name)
+    code, report = run_tick_json(vault, now="2026-11-21T14:00:00Z")
+    assert code == 0, report.get("problems")  # each state file is a cache: recomputed, never waited on
+    settings = Settings(projects_dir=vault / "none", codex_dir=vault / "none", gemini_dir=vault / "none",
+                        opencode_dir=vault / "none")
+    extract(settings, datetime(2026, 11, 21, 14, tzinfo=UTC), cursor=vault / ".brain" / "extract-cursor.json")

@@ -39,7 +39,7 @@ from brain.core.model import (
 )
 from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
-from brain.io.atomic import atomic_write
+from brain.io.atomic import atomic_write, read_regular
 
 __all__ = [
     "ChangedError",
@@ -143,7 +143,7 @@ def load_marshal(path: Path) -> Any:
     """A :mod:`marshal` file's value, or None when it is missing or damaged (the brain's state
     files are best effort: a bad one only costs recomputing it)."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path)  # never a named pipe's wait
     except OSError:
         return None
     enabled = gc.isenabled()

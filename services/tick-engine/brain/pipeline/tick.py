@@ -226,7 +226,7 @@ def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: S
 
 def _load_state(vault: Path) -> dict[str, Any]:
     try:
-        state = json.loads((vault / STATE_FILE).read_text())
+        state = json.loads(read_regular(vault / STATE_FILE))
     except (OSError, ValueError):
         return {}
     return state if isinstance(state, dict) else {}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from brain.io.atomic import atomic_write
+from brain.io.atomic import atomic_write, read_regular
 from brain.io.sessions import (
     RECORD_ERRORS,
     FileCounters,
@@ -107,7 +107,7 @@ class Cursor:
     def load(cls, path: Path) -> Cursor:
         """The committed cursor; a missing or unreadable one is empty (everything is read)."""
         try:
-            data = json.loads(path.read_bytes())
+            data = json.loads(read_regular(path))
         except (OSError, ValueError):
             return cls(path)
         files: dict[str, FileState] = {}
