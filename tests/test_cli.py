@@ -48,6 +48,8 @@ def test_a_file_where_the_vault_needs_a_folder_is_a_usage_error_naming_it(vault:
     assert "unexpected" not in ticked.stderr
     (vault / "brain-feed").unlink()
     again = runner.invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--now", NOW])
+    chart = runner.invoke(app, ["health", "--vault", str(vault), "--svg", str(tmp_path)])  # a folder, not a file
+    assert chart.exit_code == 2 and chart.stderr.strip().endswith(f"Is a directory: {tmp_path}"), chart.stderr
     assert again.exit_code == 0, again.stderr  # the folder back: the next tick rolls back and goes on
     assert tree_digest(vault, include_state=False).keys() >= before.keys() - {"brain-feed"}
 

@@ -114,15 +114,17 @@ def _as_brain_error(exc: Exception) -> BrainError | None:
         return BrainError("unsafe vault", str(exc), exit_code=EXIT_USAGE)
     if isinstance(exc, LockHeld):  # every command that takes the vault lock: exit 3, naming the holder
         return BrainError("vault is locked", f"held by {exc.holder}", path=exc.path, exit_code=EXIT_LOCKED)
+    # A rename names its target second: the file the operator knows, not the temporary one.
+    named = getattr(exc, "filename2", None) or getattr(exc, "filename", None)
     if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRORS:
         # A full disk, a quota, a read-only mount: what the operator fixes, not a crash. A tick or a
         # cluster run stopped here left its journal pending: the next run rolls back what it began.
-        return BrainError("cannot write", f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+        return BrainError("cannot write", f"{exc.strerror}" + (f": {named}" if named else "")
                           + "; free space or fix the permissions (a tick or cluster run stopped here is rolled "
                             "back by the next one)")
-    if isinstance(exc, OSError) and exc.errno in _PATH_ERRORS and exc.filename:
+    if isinstance(exc, OSError) and exc.errno in _PATH_ERRORS and named:
         # A file where the vault needs a folder (brain-feed, a path under a file), a symlink loop.
-        return BrainError("unusable path", f"{exc.strerror}: {exc.filename}", exit_code=EXIT_USAGE)
+        return BrainError("unusable path", f"{exc.strerror}: {named}", exit_code=EXIT_USAGE)
     return None
 
 
