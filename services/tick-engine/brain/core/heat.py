@@ -21,12 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from brain.core.model import ArcInfo, Note, Problem
-from brain.core.timeutil import MAX_YEAR, MIN_YEAR, date_in_text, parse_instant
+from brain.core.timeutil import EARLIEST, MAX_YEAR, MIN_YEAR, date_in_text, in_usable_years, parse_instant
 from brain.core.vocab import ALARM_SEVERITIES, CLOSED_STATUSES
 from brain.settings import Settings
 
-_EARLIEST = datetime(MIN_YEAR, 1, 1, tzinfo=UTC)
-_LATEST = datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC)
 #: The sub-minute rule: an arc whose whole work took less than this is noise, not work.
 NOISE_SECONDS = 60
 #: The one-shot rule: this many human turns or fewer (but at least one: 0 is "unknown").
@@ -46,7 +44,7 @@ class HeatInputs:
 
 
 def _in_range(instant: datetime | None) -> datetime | None:
-    return instant if instant is not None and _EARLIEST <= instant < _LATEST else None
+    return instant if instant is not None and in_usable_years(instant) else None
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -57,9 +55,9 @@ def _instant(value: str | None) -> datetime | None:
 
 def _mtime(note: Note) -> datetime:
     try:
-        return _in_range(datetime.fromtimestamp(note.mtime_ns / 1e9, tz=UTC)) or _EARLIEST
+        return _in_range(datetime.fromtimestamp(note.mtime_ns / 1e9, tz=UTC)) or EARLIEST
     except (OverflowError, OSError, ValueError):
-        return _EARLIEST
+        return EARLIEST
 
 
 def last_active_of(note: Note) -> datetime:

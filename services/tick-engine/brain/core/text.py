@@ -100,7 +100,7 @@ def clean_block(text: str, max_chars: int) -> str:
 
     lines = printable(text[: max(64, max_chars * 4)].replace("\r\n", "\n").replace("\r", "\n"), keep="\n\t")
     safe = strip_marker_syntax(redact(strip_marker_syntax(lines))).strip()
-    return cut(safe, max(1, max_chars)) if len(safe) > max_chars else safe
+    return cut(safe, max(1, max_chars))
 
 
 #: Error class names, errno names and compiler codes (``AssertionError``, ``ECONNREFUSED``, ``TS2345``).

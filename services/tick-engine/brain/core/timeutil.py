@@ -13,6 +13,8 @@ _DATE_IN_TEXT = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 #: The years a date in a vault or a bundle may fall in; one outside (``9999-12-31``, a typo) is
 #: reported and not used: adding a gap or a half-life to it would overflow.
 MIN_YEAR, MAX_YEAR = 1970, 2999
+EARLIEST = datetime(MIN_YEAR, 1, 1, tzinfo=UTC)
+_AFTER_LATEST = datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC)
 
 
 class TimeParseError(ValueError):
@@ -20,7 +22,8 @@ class TimeParseError(ValueError):
 
 
 def in_usable_years(instant: datetime) -> bool:
-    return MIN_YEAR <= instant.year <= MAX_YEAR
+    """``instant`` (aware) falls in :data:`MIN_YEAR`-:data:`MAX_YEAR`, UTC."""
+    return EARLIEST <= instant < _AFTER_LATEST
 
 
 def parse_instant(value: object) -> datetime | None:

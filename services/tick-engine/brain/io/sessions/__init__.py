@@ -132,7 +132,7 @@ RECORD_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, Ov
 MAX_SKIPPED_REPORTS = 20
 
 
-def skipped_record(stats: ReadStats, path: Path, line: int, exc: BaseException) -> None:
+def skipped_record(stats: ReadStats, path: str | Path, line: int, exc: BaseException) -> None:
     """One warning for a record a handler could not take, with where the reader stopped (so
     the operator can report it); beyond :data:`MAX_SKIPPED_REPORTS`, counted only."""
     stats.skipped_records += 1

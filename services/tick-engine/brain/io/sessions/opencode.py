@@ -515,7 +515,7 @@ def read(found: _Plan, stats: ReadStats, progress: Progress | None = None,
                     try:
                         sinks[sid] = _from_database(connection, sid, stats, until)
                     except RECORD_ERRORS as exc:  # a shape no check foresaw: this session only
-                        skipped_record(stats, Path(f"{found.database}#{sid}"), 0, exc)
+                        skipped_record(stats, f"{found.database}#{sid}", 0, exc)
                     if cursor is not None and sid in found.db_states:
                         cursor.record(_row_key(found.database, sid), found.db_states[sid], 0)
                     step()
