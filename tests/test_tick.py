@@ -736,8 +736,13 @@ def test_named_pipes_in_place_of_the_state_files_never_hold_a_run(vault: Path) -
     for name in ("tick-state.json", "parse-cache", "heat-memo", "tick-view", "extract-cursor.json"):
         (vault / ".brain" / name).unlink(missing_ok=True)
         os.mkfifo(vault / ".brain" / name)
+    journal = vault / ".brain" / "journal" / "20250101T000000Z-tick"
+    journal.mkdir(parents=True)
+    os.mkfifo(journal / "manifest.json")
     code, report = run_tick_json(vault, now="2026-11-21T14:00:00Z")
     assert code == 0, report.get("problems")  # each state file is a cache: recomputed, never waited on
+    assert any(p["path"] == ".brain/journal/20250101T000000Z-tick" and "not a regular file" in p["message"]
+               for p in report["problems"]), report["problems"]  # a journal's manifest: damage, reported
     settings = Settings(projects_dir=vault / "none", codex_dir=vault / "none", gemini_dir=vault / "none",
                         opencode_dir=vault / "none")
     extract(settings, datetime(2026, 11, 21, 14, tzinfo=UTC), cursor=vault / ".brain" / "extract-cursor.json")

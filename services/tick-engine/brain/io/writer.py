@@ -36,7 +36,14 @@ if TYPE_CHECKING:
 from brain.core.model import Problem
 from brain.core.plan import DeleteFile, Expect, MoveFile, Plan, WriteFile
 from brain.core.timeutil import iso, wall_clock
-from brain.io.atomic import ConfinementError, atomic_write, atomic_write_chunks, confined, fsync_dir
+from brain.io.atomic import (
+    ConfinementError,
+    atomic_write,
+    atomic_write_chunks,
+    confined,
+    fsync_dir,
+    read_regular,
+)
 
 STATE_DIR = ".brain"
 JOURNAL_DIR = f"{STATE_DIR}/journal"
@@ -240,7 +247,7 @@ def load_manifest(vault: Path, tick_id: str) -> dict[str, Any]:
         raise JournalError(f"{tick_id!r} is not a journal id")
     path = vault / JOURNAL_DIR / tick_id / "manifest.json"
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path))  # a named pipe here is damage, never a wait
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -794,7 +801,7 @@ def journals(vault: Path) -> list[dict[str, Any]]:
         return found
     for entry in sorted(root.iterdir(), key=lambda p: p.name):
         try:
-            manifest = json.loads((entry / "manifest.json").read_bytes())
+            manifest = json.loads(read_regular(entry / "manifest.json"))
         except (OSError, ValueError):
             continue
         if isinstance(manifest, dict) and isinstance(manifest.get("tick_id"), str):
@@ -870,8 +877,7 @@ def _completed(manifest: Path) -> bool:
     ``tick_id``, ``now``, ``state`` before ``ops``): a tick does not parse a 10 000-op manifest
     to learn it has nothing to roll back. Anything else is read in full by the caller."""
     try:
-        with manifest.open("rb") as handle:
-            head = handle.read(512)
+        head = read_regular(manifest, 512)
     except OSError:
         return False
     match = _HEAD_STATE.match(head)
