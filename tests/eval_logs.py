@@ -26,7 +26,7 @@ S5 = "55555555-5555-4555-8555-555555555555"
 S1_PROMPT = "Fix the parser in `converter.py` so that the header tests pass again, see parse_header"
 
 
-class _Log:
+class SessionLog:
     """Records of one session, in order, each a second after the previous one."""
 
     def __init__(self, session_id: str, cwd: str, start: str) -> None:
@@ -48,12 +48,12 @@ class _Log:
             "cwd": self.cwd, "timestamp": self._stamp(), "version": "2.1.38", "message": message, **extra,
         })
 
-    def prompt(self, text: str) -> _Log:
+    def prompt(self, text: str) -> SessionLog:
         self._record("user", {"role": "user", "content": text})
         self._record("assistant", {"role": "assistant", "content": [{"type": "text", "text": "On it."}]})
         return self
 
-    def tool(self, name: str, tool_input: dict[str, Any], result: str = "ok", *, error: bool = False) -> _Log:
+    def tool(self, name: str, tool_input: dict[str, Any], result: str = "ok", *, error: bool = False) -> SessionLog:
         self.calls += 1
         call_id = f"toolu_{self.session_id[:4]}{self.calls:03d}"
         self._record("assistant", {"role": "assistant", "content": [
@@ -62,7 +62,7 @@ class _Log:
             {"type": "tool_result", "tool_use_id": call_id, "content": result, "is_error": error}]})
         return self
 
-    def at(self, clock: str) -> _Log:
+    def at(self, clock: str) -> SessionLog:
         """Move the clock to ``HH:MM`` (the session's last records)."""
         hours, minutes = clock.split(":")
         self.seconds = int(hours) * 3600 + int(minutes) * 60
@@ -78,28 +78,28 @@ class _Log:
 
 def write_logs(projects: Path) -> dict[str, Path]:
     """The five sessions under ``projects`` (a Claude Code projects folder); their paths by id."""
-    s1 = (_Log(S1, ALPHA, "2026-01-01T10:00").prompt(S1_PROMPT)
+    s1 = (SessionLog(S1, ALPHA, "2026-01-01T10:00").prompt(S1_PROMPT)
           .tool("Read", {"file_path": f"{ALPHA}/src/converter.py"})
           .tool("Bash", {"command": "uv run pytest tests/test_converter.py -q"},
                 "Exit code 1\nTraceback (most recent call last):\nValueError: bad header", error=True)
           .tool("Edit", {"file_path": f"{ALPHA}/src/converter.py", "old_string": "a", "new_string": "b"})
           .tool("Bash", {"command": "git status && ls -la"})
           .at("10:30").prompt("thanks, that works"))
-    s3 = (_Log(S3, BETA, "2026-01-01T12:00").prompt("start the server with mix phx.server")
+    s3 = (SessionLog(S3, BETA, "2026-01-01T12:00").prompt("start the server with mix phx.server")
           .tool("Bash", {"command": "mix phx.server"},
                 "** (UndefinedFunctionError) function Beta.Endpoint.start/0 is undefined", error=True)
           .at("12:10").prompt("ok leave it"))
-    s2 = (_Log(S2, ALPHA, "2026-01-02T09:00")
+    s2 = (SessionLog(S2, ALPHA, "2026-01-02T09:00")
           .prompt("The converter still fails on parse_header, and the api says ECONNREFUSED")
           .tool("Read", {"file_path": f"{ALPHA}/src/converter.py"})
           .tool("Read", {"file_path": f"{ALPHA}/README.md"})
           .tool("Bash", {"command": "npm run build"}, "Error: connect ECONNREFUSED 127.0.0.1:5432", error=True)
           .at("09:20").prompt("good enough"))
-    s5 = (_Log(S5, BETA, "2026-01-03T07:50").prompt("run the long `deploy_beta` job")
+    s5 = (SessionLog(S5, BETA, "2026-01-03T07:50").prompt("run the long `deploy_beta` job")
           .tool("Bash", {"command": "make deploy"})
           .at("09:00").prompt("and again with mix phx.server")
           .tool("Bash", {"command": "mix phx.server"}))
-    s4 = (_Log(S4, BETA, "2026-01-03T08:00").prompt("mix phx.server crashes again, look at lib/beta/router.ex")
+    s4 = (SessionLog(S4, BETA, "2026-01-03T08:00").prompt("mix phx.server crashes again, look at lib/beta/router.ex")
           .tool("Bash", {"command": "mix phx.server"},
                 "** (UndefinedFunctionError) function Beta.Router.call/2 is undefined", error=True)
           .tool("Read", {"file_path": f"{BETA}/lib/beta/router.ex"})

@@ -211,20 +211,20 @@ def _write_recall_logs(projects: Path) -> None:
     second prompt. Delta's boot feed is about delta (it cannot carry gamma's item); only recall at
     that prompt can bring it back. Five unrelated epsilon sessions make the index big enough for
     BM25 to rate a rare word."""
-    from tests.eval_logs import _Log
+    from tests.eval_logs import SessionLog
 
     for i, topic in enumerate(["billing cron", "login page", "cache warmup", "pdf renderer", "mail queue"]):
-        (_Log(f"9999999{i}-9999-4999-8999-99999999999{i}", "/work/epsilon", f"2026-01-2{i}T10:00")
+        (SessionLog(f"9999999{i}-9999-4999-8999-99999999999{i}", "/work/epsilon", f"2026-01-2{i}T10:00")
          .prompt(f"work on the {topic}").tool("Read", {"file_path": f"/work/epsilon/{topic.replace(' ', '_')}.py"})
          .at("10:10").prompt("done").write(projects))
     failure = "Traceback (most recent call last):\nZorblatQuotaError: quota exceeded"
-    (_Log(GAMMA, "/work/gamma", "2026-02-01T10:00")
+    (SessionLog(GAMMA, "/work/gamma", "2026-02-01T10:00")
      .prompt("the quarterly export zorblat_export.py dies with ZorblatQuotaError")
      .tool("Bash", {"command": "python tools/zorblat_export.py --all"}, failure, error=True)
      .at("10:20").prompt("ok, done for today").write(projects))
-    (_Log(DELTA1, "/work/delta", "2026-02-02T09:00").prompt("tidy the delta readme")
+    (SessionLog(DELTA1, "/work/delta", "2026-02-02T09:00").prompt("tidy the delta readme")
      .tool("Read", {"file_path": "/work/delta/README.md"}).at("09:10").prompt("thanks").write(projects))
-    (_Log(DELTA2, "/work/delta", "2026-02-03T09:00").prompt(OPENING)
+    (SessionLog(DELTA2, "/work/delta", "2026-02-03T09:00").prompt(OPENING)
      .tool("Read", {"file_path": "/work/delta/README.md"})
      .prompt("the zorblat_export.py script fails again with ZorblatQuotaError")
      .tool("Bash", {"command": "python tools/zorblat_export.py --all"}, failure, error=True)
@@ -260,3 +260,44 @@ def test_recall_at_a_later_prompt_brings_back_what_the_boot_feed_could_not(tmp_p
     builder = VaultBuilder(run, LogSources(projects, None), ideal_profile(), work / "eval" / "vault")
     prompts = read_needs(locate_claude(projects)[DELTA2]).prompts
     assert with_recall == "\n\n".join((boot, builder.recall(target.session, target.session.start, prompts)))
+
+
+# --- a session that ended after the last extraction: the SessionEnd hook hands it on -------------
+
+ZETA = "/work/zeta"
+Z1 = "9a9a9a9a-9999-4999-8999-999999999991"
+Z2 = "9b9b9b9b-9999-4999-8999-999999999992"
+
+
+def test_production_hands_on_the_session_that_ended_after_the_last_extraction(tmp_path: Path) -> None:
+    """Extraction runs every 5 min: Z1 ends at 10:02 and Z2 starts at 10:03, so the 10:00 run
+    never saw Z1. Its SessionEnd hook (replayed at 10:02) leaves what Z1 did for Z2's session
+    start; the ideal profile (C = T) had Z1 in the vault anyway."""
+    from tests.eval_logs import SessionLog
+
+    projects = tmp_path / "projects"
+    first = (SessionLog(Z1, ZETA, "2026-03-02T09:58").prompt("deploy the zorblat service with zorbctl")
+             .tool("Bash", {"command": "zorbctl deploy --env staging"}, "ZorbQuotaError: quota exceeded", error=True)
+             .tool("Edit", {"file_path": f"{ZETA}/deploy/quota_limits.yaml", "old_string": "1", "new_string": "2"})
+             .at("10:02").prompt("stop here for now"))
+    second = (SessionLog(Z2, ZETA, "2026-03-02T10:03").prompt("carry on with the deploy")
+              .tool("Read", {"file_path": f"{ZETA}/deploy/quota_limits.yaml"})
+              .tool("Bash", {"command": "zorbctl deploy --env staging"}).at("10:20").prompt("done"))
+    first.write(projects)
+    second.write(projects)
+    values = tmp_path / "values.yaml"
+    values.write_text("extract:\n  schedule: '*/5 * * * *'\n  since: 26h\n  agent: claude-code\n  minTurns: 1\n")
+    run = BrainRunner(product_env(os.environ, tmp_path / "work"))
+    sources = LogSources(projects, None)
+    production = evaluate(EvalRequest(sources, production_profile(values, codex_available=False), warmup=0),
+                          run, tmp_path / "work" / "production")
+    [target] = production.targets
+    assert target.session.id == Z2 and target.history == 0  # the 10:00 extraction: nothing had ended
+    feed = target.feeds[BRAIN]
+    assert feed.startswith("# A session here ended 1 min ago (not in the feed below yet)")
+    assert "`zorbctl deploy`" in feed and "quota_limits.yaml" in feed and "stopped at: \"stop here for now\"" in feed
+    assert target.scores[BRAIN].r_kn == 1.0
+    ideal = evaluate(EvalRequest(sources, ideal_profile(), warmup=0), run, tmp_path / "work" / "ideal")
+    [target] = ideal.targets
+    assert target.history == 1 and "A session here ended" not in target.feeds[BRAIN]  # the vault has it
+    assert target.scores[BRAIN].r_kn == 1.0

@@ -17,6 +17,7 @@ from typing import NoReturn
 _FAST_OPTIONS = {
     "session-start": ("--brain-feed", "--format", "--now", "--cwd"),
     "prompt-submit": ("--brain-feed", "--now", "--cwd"),
+    "session-end": ("--brain-feed", "--now"),
 }
 
 

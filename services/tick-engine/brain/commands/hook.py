@@ -15,7 +15,7 @@ CwdHelp = "The session's working directory (default: the hook input's `cwd`, els
 
 
 def register(app: Any) -> None:
-    """Add ``brain hook session-start`` and ``brain hook prompt-submit`` (typer imported here only)."""
+    """Add ``brain hook session-start``, ``prompt-submit`` and ``session-end`` (typer imported here only)."""
     import os
 
     import typer
@@ -87,5 +87,18 @@ def register(app: Any) -> None:
         cwd: str | None = typer.Option(None, "--cwd", help=CwdHelp),
     ) -> None:
         hook_run("prompt-submit", flags(brain_feed, now, cwd))
+
+    @hook_app.command(
+        "session-end",
+        help="SessionEnd hook: keep what the session that ended leaves for the next session in its "
+        "project (title, where it stopped, files, commands, errors, open todos), read from the "
+        "transcript the hook input names, until the next tick has it in the feed. Prints nothing.\n\n"
+        "Reads the hook's JSON (session_id, transcript_path) on stdin; the entry goes to the hook "
+        "state folder (BRAIN_HOOK_STATE_DIR), where session-start finds it.\n\n"
+        "Example: echo '{\"session_id\": \"abc\", \"transcript_path\": \"'$HOME'/.claude/projects/x/abc.jsonl\"}' "
+        "| brain hook session-end",
+    )
+    def session_end(brain_feed: Path | None = FeedOpt, now: str | None = NowOpt) -> None:
+        hook_run("session-end", flags(brain_feed, now, None))
 
     app.add_typer(hook_app, name="hook")

@@ -193,11 +193,11 @@ def code_list(items: Iterable[str]) -> str:
     return ", ".join(f"`{item.replace('`', '')}`" for item in items)
 
 
-def _text(value: str, limit: int) -> str:
+def feed_text(value: str, limit: int) -> str:
     return cut(redact(value), limit)
 
 
-def _path(value: str, limit: int) -> str:
+def feed_path(value: str, limit: int) -> str:
     """A file path for a feed line: redacted, on one line, its name kept whole (:func:`cut_path`)."""
     return cut_path(one_line(redact(value)), limit)
 
@@ -206,15 +206,15 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
     latest = arcs[0]
     arc = latest.arc
     when = latest.last_active.strftime("%Y-%m-%d %H:%M")
-    what = _text(arc.summary or arc.title, 120)
-    where = f" on branch `{_text(arc.branch, 60)}`" if arc.branch else ""
+    what = feed_text(arc.summary or arc.title, 120)
+    where = f" on branch `{feed_text(arc.branch, 60)}`" if arc.branch else ""
     line = f"- Last session ({when}{where}): {what}"
     last = prompt_text(arc.last_prompt or "")
-    if last and not _same_words(last, what):
-        line += f" — stopped at: \"{_text(last, 200)}\""
+    if last and not same_words(last, what):
+        line += f" — stopped at: \"{feed_text(last, 200)}\""
     in_play = files_in_play(arc)
     if in_play:  # the session's files belong on its line: one line says what it did and where
-        line += f"; files in play: {code_list(_path(f, 100) for f in in_play)}"
+        line += f"; files in play: {code_list(feed_path(f, 100) for f in in_play)}"
     items = [FeedItem(line, NEVER, section=HANDOFF)]
     todos = sorted(
         ((_priority(m.attr("priority")), index, m.text)
@@ -222,7 +222,7 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
          if m.type == "todo" and m.text),
     )
     if todos:
-        shown = "; ".join(_text(text, 100) for _, _, text in todos[:MAX_TODOS])
+        shown = "; ".join(feed_text(text, 100) for _, _, text in todos[:MAX_TODOS])
         items.append(FeedItem(f"- Open todos: {shown}", RANK_HANDOFF, section=HANDOFF))
     if arc.open_errors:
         errors = "; ".join(error_text(e) for e in arc.open_errors[:MAX_ERRORS])
@@ -247,10 +247,10 @@ def files_in_play(arc: ArcInfo) -> list[str]:
 def error_text(error: str) -> str:
     """An error as one short code span (extractors keep escaped newlines: ``\\n``)."""
     flat = error.replace("\\n", " ").replace("\\t", " ").replace("`", "")
-    return f"`{_text(flat, 100)}`"
+    return f"`{feed_text(flat, 100)}`"
 
 
-def _same_words(a: str, b: str) -> bool:
+def same_words(a: str, b: str) -> bool:
     """``b`` says what ``a`` says (a one-prompt session's title is its last prompt)."""
     words_a, words_b = re.findall(r"\w+", a.lower()), re.findall(r"\w+", b.lower())
     return bool(words_b) and words_a[: len(words_b)] == words_b
@@ -267,12 +267,12 @@ def arc_line(pa: ProjectArc, *, with_project: bool, files: Sequence[str] | None 
     """``- 2026-11-20 · [project ·] title — summary; files: a, b`` for one arc (``files``: the
     arc's own main files unless given)."""
     arc = pa.arc
-    what = _text(arc.title, 100)
+    what = feed_text(arc.title, 100)
     if arc.summary:
-        what += f" — {_text(arc.summary, 160)}"
-    project = f"{_text(arc.project or '', 60)} · " if with_project else ""
+        what += f" — {feed_text(arc.summary, 160)}"
+    project = f"{feed_text(arc.project or '', 60)} · " if with_project else ""
     main_files = files_in_play(arc)[:ARC_FILES] if files is None else list(files)
-    files = f"; files: {code_list(_path(f, 80) for f in main_files)}" if main_files else ""
+    files = f"; files: {code_list(feed_path(f, 80) for f in main_files)}" if main_files else ""
     scripted = " (one-shot run)" if pa.scripted else ""
     return f"- {pa.last_active.date().isoformat()} · {project}{what}{scripted}{files}"
 
@@ -356,7 +356,7 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
     commands = shared_first([ranked((pa.arc.commands for pa in arcs), RECENT_WORK_COMMANDS)
                              for arcs in per_project.values()], RECENT_WORK_COMMANDS)
     if commands:
-        feed.items.append(FeedItem(f"- Commands lately: {code_list(_text(c, 80) for c in commands)}", RANK_RECENT))
+        feed.items.append(FeedItem(f"- Commands lately: {code_list(feed_text(c, 80) for c in commands)}", RANK_RECENT))
     errors = shared_first([error_names(arcs) for arcs in per_project.values()], MAX_ERROR_NAMES)
     if errors:
         feed.items.append(FeedItem(f"- Errors lately: {code_list(errors)}", RANK_RECENT))
@@ -393,12 +393,12 @@ def arc_lessons(arcs: list[ProjectArc]) -> Learned:
         for marker in pa.decision.note.markers:
             if marker.type not in ("lesson", "decision") or not marker.text:
                 continue
-            text = _text(marker.text, 240)
+            text = feed_text(marker.text, 240)
             if marker.type == "decision":
                 if decisions or not decides(marker.text):
                     continue
                 date = marker.attr("date")
-                decisions[pa.arc.cluster_id] = [f"Decision ({_text(date, 10)}): {text}" if date else f"Decision: {text}"]
+                decisions[pa.arc.cluster_id] = [f"Decision ({feed_text(date, 10)}): {text}" if date else f"Decision: {text}"]
             elif text not in seen and len(seen) < MAX_LESSONS:
                 seen.add(text)
                 lessons.setdefault(pa.arc.cluster_id, []).append(text)
@@ -459,7 +459,7 @@ def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[Fe
     every = ranked((pa.arc.files for pa in window), MAX_FILES * len(window))
     files = own_files_first(f for f in every if f not in shown and not f.startswith(SCRATCH_PREFIXES))[:MAX_FILES]
     if files:
-        items.append(FeedItem(f"- Files: {code_list(_path(f, 100) for f in files)}", RANK_FILES, section=USED))
+        items.append(FeedItem(f"- Files: {code_list(feed_path(f, 100) for f in files)}", RANK_FILES, section=USED))
     commands = ranked((pa.arc.commands for pa in window), MAX_COMMANDS)
     listed = words_of("\n".join([*files, *commands]))
     identifiers = [i for i in ranked((pa.arc.identifiers for pa in window), MAX_IDENTIFIERS * 2)
@@ -468,7 +468,7 @@ def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[Fe
     # already says what failed and how it was fixed.
     told = shown_by(above, RANK_LESSON)
     errors = [e for e in error_names(window) if not said(e, told)]
-    parts = [f"{label}: {code_list(_text(i, 80) for i in found)}"
+    parts = [f"{label}: {code_list(feed_text(i, 80) for i in found)}"
              for label, found in (("commands", commands), ("identifiers", identifiers), ("errors seen", errors))
              if found]
     if parts:

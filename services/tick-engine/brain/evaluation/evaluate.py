@@ -110,7 +110,8 @@ def evaluate(
     targets = select_targets(universe, warmup=request.warmup, excluded=_excluded(files, request.exclude_targets_from),
                              min_turns=request.min_target_turns)
     runs = replay(run, request.sources, request.profile, universe, targets, mode=request.mode, work=work,
-                  progress=progress, prompts={t.id: needs[t.id].prompts for t in targets})
+                  progress=progress, prompts={t.id: needs[t.id].prompts for t in targets},
+                  transcripts={sid: f.main for sid, f in files.items() if f.agent == "claude-code"})
     results = []
     for target_run in runs:
         target = target_run.session

@@ -380,9 +380,33 @@ class VaultBuilder:
     extracted_until: datetime | None = None
     history: dict[str, Session] = field(default_factory=dict)
     dirty: bool = False
+    #: Claude Code sessions' logs by session id: their SessionEnd hook runs when they end.
+    transcripts: Mapping[str, Path] = field(default_factory=dict)
+    ended: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.run(["init", "--vault", str(self.root)])
+
+    @property
+    def hook_state(self) -> Path:
+        """The agent machine's hook state folder, shared by every session of this vault."""
+        return self.root.parent / f"{self.root.name}-hook-state" / "machine"
+
+    def end_sessions(self, since: datetime, before: datetime, universe: Sequence[Session]) -> None:
+        """``brain hook session-end`` of each Claude Code session that ended in ``[since, before)``,
+        in the order they ended, each at its end (what it leaves until a tick has it: the ones
+        ended before ``since``, the last extraction, are in the vault already)."""
+        for session in sorted(universe, key=lambda s: (s.end, s.id)):
+            transcript = self.transcripts.get(session.id)
+            if (session.id in self.ended or transcript is None or session.agent != "claude-code"
+                    or not since <= session.end < before):
+                continue
+            self.ended.add(session.id)
+            hook_input = {"session_id": session.id, "transcript_path": str(transcript), "cwd": session.cwd,
+                          "hook_event_name": "SessionEnd", "reason": "exit"}
+            env = {**self.env, "BRAIN_NOW": format_instant(session.end), "BRAIN_HOOK_STATE_DIR": str(self.hook_state)}
+            self.run(["hook", "session-end", "--brain-feed", str(self.root / "brain-feed")],
+                     stdin=json.dumps(hook_input), extra_env=env)
 
     @property
     def env(self) -> dict[str, str]:
@@ -429,7 +453,10 @@ class VaultBuilder:
     def feed(self, session: Session, at: datetime) -> str:
         hook_input = {"session_id": session.id, "cwd": session.cwd, "source": "startup",
                       "hook_event_name": "SessionStart"}
-        env = {**self.env, "BRAIN_NOW": format_instant(at)}
+        transcript = self.transcripts.get(session.id)
+        if transcript is not None:
+            hook_input["transcript_path"] = str(transcript)
+        env = {**self.env, "BRAIN_NOW": format_instant(at), "BRAIN_HOOK_STATE_DIR": str(self.hook_state)}
         return self.run(["hook", "session-start", "--brain-feed", str(self.root / "brain-feed"), "--format", "text"],
                         stdin=json.dumps(hook_input), extra_env=env)
 
@@ -476,17 +503,20 @@ class VaultBuilder:
 def replay(
     run: BrainRunner, sources: LogSources, profile: Profile, universe: Sequence[Session],
     targets: Sequence[Session], *, mode: str, work: Path, progress: Callable[[int, int], None] | None = None,
-    prompts: Mapping[str, Sequence[str]] | None = None,
+    prompts: Mapping[str, Sequence[str]] | None = None, transcripts: Mapping[str, Path] | None = None,
 ) -> list[TargetRun]:
     """The feed each target would have received (FEED-METRIC §1, step 3), and what prompt-time recall
-    adds at each of its human prompts (``prompts`` by session id; else the bundle's first prompt)."""
+    adds at each of its human prompts (``prompts`` by session id; else the bundle's first prompt).
+    ``transcripts``: Claude Code logs by session id, for the SessionEnd hook of the sessions that
+    ended after the last extraction (docs/hooks.md)."""
     runs: list[TargetRun] = []
     builder: VaultBuilder | None = None
     for index, target in enumerate(targets):
         start = target.start
         cutoff = profile.cutoff(start)
         if mode == "fresh" or builder is None:
-            builder = VaultBuilder(run, sources, profile, work / (f"vault-{index:04d}" if mode == "fresh" else "vault"))
+            builder = VaultBuilder(run, sources, profile, work / (f"vault-{index:04d}" if mode == "fresh" else "vault"),
+                                   transcripts=transcripts or {})
         if mode == "fresh":
             builder.extract(cutoff, universe)
             builder.tick(start)
@@ -497,6 +527,7 @@ def replay(
                     builder.extract(cutoff, universe)
                 else:
                     builder.tick(at)
+        builder.end_sessions(cutoff, start, universe)
         feed = builder.feed(target, start)
         recalled = builder.recall_blocks(target, start, (prompts or {}).get(target.id, ()))
         runs.append(TargetRun(target, cutoff, builder.snapshot(), feed, recalled))

@@ -39,6 +39,10 @@ SESSION_START = "SessionStart"
 PROMPT_SUBMIT = "UserPromptSubmit"
 #: Session state files untouched for this long are removed (at session start).
 SESSION_STATE_KEEP_DAYS = 30
+#: Where ``session-end`` keeps what each ended session leaves for the next one (in the state
+#: folder), how long an entry is kept, how many a session start shows, and an entry's size cap.
+ENDED_SUBDIR, ENDED_KEEP_DAYS, ENDED_SHOWN, ENDED_MAX_BYTES = "ended", 2, 2, 64_000
+ENDED_SECTION = "ended-sessions"
 #: Default ``hook_state_dir``: $XDG_STATE_HOME/brain/hook-sessions.
 STATE_SUBDIR = "brain/hook-sessions"
 CUT_NOTE = "\n… (cut to fit the feed budget)"
@@ -167,6 +171,7 @@ class ProjectIndex(NamedTuple):
     generated: str | None
     ttl: int | None
     touched: Mapping[str, str] = MappingProxyType({})  # folder worked on from beside it -> project
+    last_active: Mapping[str, str] = MappingProxyType({})  # project -> its latest arc's last activity
 
 
 def load_index(folder: Path) -> ProjectIndex | None:
@@ -189,12 +194,18 @@ def load_index(folder: Path) -> ProjectIndex | None:
         if isinstance(project, str) and project in files
     } for found in (roots, data.get("touched")))
     generated, ttl = data.get("generated"), data.get("ttl")
+    last_active = {
+        str(name): entry["last_active"]
+        for name, entry in (projects.items() if isinstance(projects, dict) else ())
+        if isinstance(entry, dict) and isinstance(entry.get("last_active"), str)
+    }
     return ProjectIndex(
         files,
         clean_roots,
         generated if isinstance(generated, str) else None,
         ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None,
         clean_touched,
+        last_active,
     )
 
 
@@ -443,6 +454,7 @@ class HookInput(NamedTuple):
     cwd: str | None = None
     source: str | None = None  # startup | resume | clear | compact
     prompt: str | None = None  # UserPromptSubmit: what the operator typed
+    transcript_path: str | None = None  # the session's own log (every Claude Code hook sends it)
 
     @classmethod
     def of(cls, payload: Mapping[str, Any]) -> HookInput:
@@ -450,7 +462,7 @@ class HookInput(NamedTuple):
             value = payload.get(key)
             return value if isinstance(value, str) and value.strip() else None
 
-        return cls(text("session_id"), text("cwd"), text("source"), text("prompt"))
+        return cls(text("session_id"), text("cwd"), text("source"), text("prompt"), text("transcript_path"))
 
 
 def read_hook_input(wait_seconds: float | None) -> HookInput:
@@ -480,9 +492,14 @@ class Context(NamedTuple):
     project: str | None  # the project whose feed was sent; None: the global feed
 
 
-def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
+def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Path | None = None,
+                session_id: str | None = None) -> Context:
     """The context a session in ``cwd`` gets, within ``feed_token_budget``. A ``cwd`` no path
-    can hold (a NUL byte: the MCP ``feed`` tool passes what the agent sent) is no cwd."""
+    can hold (a NUL byte: the MCP ``feed`` tool passes what the agent sent) is no cwd.
+
+    ``state``: the hook's state folder, where ``session-end`` left what the sessions that just
+    ended here hold and the feed does not yet (:func:`ended_section`, shown first);
+    ``session_id``: this session's, never shown its own."""
     folder = feed_folder(settings)
     if folder is None:
         return Context("", None)
@@ -514,12 +531,17 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
                 notes.append(worktree_note(folder_name(cwd), project))
             elif cwd and found is not None and found[1] == TOUCHED_NAME:
                 notes.append(worked_name_note(project_name(cwd), project))
+    ended = ended_section(state, index, project, cwd, session_id, now) if state is not None and cwd else None
     if project is None:
         sections = read_feed(folder)
         if index is not None:
             sections = compact_global(sections)
-        if index is not None and cwd and sections:
+        if index is not None and cwd and ended is not None:
+            notes.append(unfiled_project_note(cwd, others=bool(sections)))
+        elif index is not None and cwd and sections:
             notes.append(system_folder_note(cwd) if is_system_folder(normal_path(cwd)) else new_project_note(cwd))
+    if ended is not None:
+        sections.insert(1 if sections and sections[0].name == ALARMS_FILE else 0, ended)
     if sections:
         notes.append(stale_note(index, now))
     note = "\n".join(n for n in notes if n)
@@ -530,6 +552,52 @@ def context_for(settings: Settings, cwd: str | None, now: datetime) -> Context:
     if not text:
         return Context("", None)
     return Context(f"{note}\n\n{text}" if note else text, project)
+
+
+def ended_section(state: Path, index: ProjectIndex | None, project: str | None, cwd: str, session_id: str | None,
+                  now: datetime) -> FeedSection | None:
+    """What the sessions that ended here before ``now`` left (``session-end``), newest first, while
+    the feed does not hold them: their project is not in the index, or its latest arc's activity
+    is older than their end. "Here" is the same folder or the same project. None: nothing to show."""
+    try:
+        paths = [p for p in (state / ENDED_SUBDIR).iterdir() if p.suffix == ".json"]
+    except OSError:
+        return None
+    if not paths:
+        return None
+    from brain.core.timeutil import parse_instant
+
+    here = normal_path(cwd).lower()
+    shown: list[tuple[datetime, list[str]]] = []
+    for path in paths:
+        try:
+            data = json.loads(read_regular(path, ENDED_MAX_BYTES))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or data.get("session_id") == session_id:
+            continue
+        ended = parse_instant(data.get("end")) if isinstance(data.get("end"), str) else None
+        lines = [line for line in data.get("lines") or () if isinstance(line, str)] \
+            if isinstance(data.get("lines"), list) else []
+        their_cwd, their_project = data.get("cwd"), data.get("project")
+        if (ended is None or not 0 <= (now - ended).total_seconds() <= ENDED_KEEP_DAYS * 86_400 or not lines
+                or not isinstance(their_cwd, str)):
+            continue
+        filed_under = find_project(index, their_cwd) if index is not None else None
+        if normal_path(their_cwd).lower() != here and (project is None or filed_under != project):
+            continue
+        if index is not None and any(
+                known is not None and known >= ended
+                for known in (parse_instant(index.last_active.get(name) or "") for name in (their_project, filed_under)
+                              if isinstance(name, str))):
+            continue  # a tick has folded it into the feed
+        shown.append((ended, lines))
+    if not shown:
+        return None
+    shown.sort(key=lambda item: item[0], reverse=True)
+    blocks = [f"# A session here ended {_age((now - ended).total_seconds())} ago (not in the feed below yet)\n\n"
+              + "\n".join(lines) for ended, lines in shown[:ENDED_SHOWN]]
+    return FeedSection(ENDED_SECTION, 100, "\n\n".join(blocks))
 
 
 #: Global files a session in a new project does without: the tick's own bookkeeping
@@ -560,6 +628,13 @@ def new_project_note(cwd: str) -> str:
     so the agent knows the feed below is the fleet's, not this project's."""
     return (f"# `{folder_name(cwd)[:80]}` is new: no earlier sessions in `{repository_path(cwd)[:200]}`; "
             f"the other projects' recent work follows")
+
+
+def unfiled_project_note(cwd: str, *, others: bool) -> str:
+    """The title for a folder the index does not know yet but whose last session just ended
+    (``others``: the other projects' recent work follows it)."""
+    return (f"# `{folder_name(cwd)[:80]}`: its sessions are not in the feed yet; the one that just ended follows"
+            + (", then the other projects' recent work" if others else ""))
 
 
 def system_folder_note(cwd: str) -> str:
@@ -648,8 +723,8 @@ def _save_session(path: Path, state: Mapping[str, Any]) -> None:
             temp.unlink(missing_ok=True)
 
 
-def _prune_sessions(folder: Path, now: float) -> None:
-    horizon = now - SESSION_STATE_KEEP_DAYS * 86_400
+def _prune_sessions(folder: Path, now: float, keep_days: int = SESSION_STATE_KEEP_DAYS) -> None:
+    horizon = now - keep_days * 86_400
     with contextlib.suppress(OSError):
         for path in folder.glob("*.json"):
             with contextlib.suppress(OSError):
@@ -690,7 +765,7 @@ def session_start_answer(call: HookCall, output_format: str) -> str:
     settings, hook_input = call.settings, call.hook_input
     if not settings.enabled:
         return ""
-    text = context_for(settings, call.cwd, call.now).text
+    text = context_for(settings, call.cwd, call.now, state=call.state, session_id=hook_input.session_id).text
     if not text:
         return ""
     if output_format == "text":
@@ -719,7 +794,7 @@ def prompt_submit_answer(call: HookCall) -> str:
     state["turns"] += 1
     parts: list[str] = []
     if refresh and state["turns"] % settings.refresh_interval == 0:
-        text = context_for(settings, call.cwd, call.now).text
+        text = context_for(settings, call.cwd, call.now, state=call.state, session_id=hook_input.session_id).text
         digest = digest_of(text) if text else None
         if digest is not None and digest != state["digest"]:
             state["digest"] = digest
@@ -729,6 +804,33 @@ def prompt_submit_answer(call: HookCall) -> str:
         parts.append(recalled)
     _save_session(path, state)
     return hook_answer(PROMPT_SUBMIT, "\n\n".join(parts)) + "\n" if parts else ""
+
+
+def session_end_answer(call: HookCall) -> str:
+    """``session-end``: what the session leaves for the next one in its project
+    (:mod:`brain.core.handoff`), kept in the state folder until a tick folds the session into
+    the feed. Reads the transcript the hook input names, up to ``now``; prints nothing. A
+    scripted one-shot run leaves nothing."""
+    settings, hook_input = call.settings, call.hook_input
+    transcript = hook_input.transcript_path
+    if not settings.enabled or hook_input.session_id is None or transcript is None or "\x00" in transcript:
+        return ""
+    import time
+
+    from brain.core.handoff import ended_session_lines
+    from brain.core.timeutil import iso
+    from brain.io.sessions import time_key
+    from brain.io.sessions.claude import read_one
+
+    session = read_one(Path(transcript), until=time_key(iso(call.now)))
+    if session is None or session.headless:
+        return ""
+    entry = {"session_id": hook_input.session_id, "project": session.project, "cwd": session.cwd,
+             "end": iso(session.end), "lines": ended_session_lines(session)}
+    folder = call.state / ENDED_SUBDIR
+    _save_session(_session_file(folder, hook_input.session_id), entry)
+    _prune_sessions(folder, time.time(), ENDED_KEEP_DAYS)
+    return ""
 
 
 def _recall(settings: Settings, prompt: str | None, state: dict[str, Any], cwd: str | None = None) -> str:
@@ -786,4 +888,6 @@ def hook_call(command: str, flags: Mapping[str, str | None], environ: Mapping[st
 def answer(command: str, call: HookCall, output_format: str) -> str:
     if command == "session-start":
         return session_start_answer(call, output_format)
+    if command == "session-end":
+        return session_end_answer(call)
     return prompt_submit_answer(call)

@@ -592,6 +592,23 @@ def read(plans: list[_FolderPlan], stats: ReadStats, progress: Progress | None =
             yield session
 
 
+def read_one(path: Path, *, until: str | None = None) -> Session | None:
+    """One main transcript and its subagent transcripts, as :func:`read` gives a session (records
+    stamped after ``until`` dropped); None when it is not a regular file or holds no conversation.
+    The session-end hook's reader: the folder's other files are not read, so the records a
+    resumed session replays from the one it continues are not told apart."""
+    if not _regular(path):
+        return None
+    stats = ReadStats()
+    main = _MainSession(session_id=path.stem)
+    seen: dict[int, str] = {}
+    main.skipped_lines += _read(path, main, seen, stats, until).damaged
+    sessions = {path.stem: main}
+    for agent_path in _subagent_files(path.with_suffix("")):
+        _fold(agent_path, sessions, seen, stats, default_parent=path.stem, until=until)
+    return main.session()
+
+
 def _fold(path: Path, sessions: dict[str, _MainSession], seen: dict[int, str], stats: ReadStats,
           *, default_parent: str | None, until: str | None = None) -> None:
     agent = _Subagent(compaction_helper=path.name.startswith("agent-acompact"))
