@@ -172,8 +172,8 @@ def test_normalise_turns_every_run_of_non_alphanumerics_into_one_space() -> None
 def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
     # Claude Code on Windows runs commands through its PowerShell tool: read like Bash, backslashes are
     # separators (PowerShell has no backslash escapes) and built-in cmdlets are utilities like ls.
-    from tests.eval_logs import _Log
-    log = (_Log(S1, "X:/acg/shop", "2026-01-01T10:00").prompt("run the tests")
+    from tests.eval_logs import SessionLog
+    log = (SessionLog(S1, "X:/acg/shop", "2026-01-01T10:00").prompt("run the tests")
            .tool("PowerShell", {"command": 'Get-ChildItem "X:\\acg\\shop\\" | Select-Object Name; '
                                            "docker compose up -d; & venv\\Scripts\\python.exe -m pytest"})
            .tool("PowerShell", {"command": 'py "X:\\acg\\shop\\tools\\seed_data.py"'},
@@ -187,8 +187,8 @@ def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
 
 def zed_log() -> object:
     """Claude Code run from Zed: its Read, Edit and Bash arrive as the ``acp`` MCP server's tools."""
-    from tests.eval_logs import _Log
-    return (_Log(S1, "/w/shop", "2026-01-01T10:00").prompt("fix the cart total")
+    from tests.eval_logs import SessionLog
+    return (SessionLog(S1, "/w/shop", "2026-01-01T10:00").prompt("fix the cart total")
             .tool("mcp__acp__Read", {"file_path": "/w/shop/src/cart.ts"})
             .tool("mcp__acp__Edit", {"file_path": "/w/shop/src/money.ts", "old_string": "a", "new_string": "b"})
             .tool("mcp__acp__Bash", {"command": "cd /w/shop && pnpm lint 2>&1 | head -50"},

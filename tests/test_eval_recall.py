@@ -18,7 +18,7 @@ from pathlib import Path
 
 from brain.evaluation import metrics as m
 from brain.evaluation.needs import SessionNeeds, locate_claude, read_needs
-from tests.eval_logs import _Log
+from tests.eval_logs import SessionLog
 
 SID = "abababab-abab-4bab-8bab-abababababab"
 CWD = "/work/billing"
@@ -28,7 +28,7 @@ RECALL_AT_1 = ("Brain recall: notes from earlier sessions that match this prompt
 
 
 def _needs(tmp_path: Path) -> SessionNeeds:
-    (_Log(SID, CWD, "2026-03-01T10:00")
+    (SessionLog(SID, CWD, "2026-03-01T10:00")
      .prompt("look at the nightly billing job")
      .tool("Read", {"file_path": f"{CWD}/jobs/ledger.py"})
      .prompt("ledger_sync.py hangs with LedgerLockTimeout")

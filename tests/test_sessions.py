@@ -514,8 +514,8 @@ def test_cli_extract_help_has_an_example() -> None:
 
 def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
     # Claude Code on Windows runs commands through its PowerShell tool: its commands and files count like Bash's.
-    from tests.eval_logs import _Log
-    log = (_Log(SID, "X:\\acg\\shop", "2026-05-01T10:00").prompt("run the tests")
+    from tests.eval_logs import SessionLog
+    log = (SessionLog(SID, "X:\\acg\\shop", "2026-05-01T10:00").prompt("run the tests")
            .tool("PowerShell", {"command": 'Get-ChildItem "X:\\acg\\shop\\" | Select-Object Name; '
                                            "docker compose up -d; & venv\\Scripts\\python.exe -m pytest"})
            .tool("PowerShell", {"command": "py X:\\acg\\shop\\tools\\seed_data.py"}))
