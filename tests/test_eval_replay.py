@@ -294,7 +294,8 @@ def test_production_hands_on_the_session_that_ended_after_the_last_extraction(tm
     [target] = production.targets
     assert target.session.id == Z2 and target.history == 0  # the 10:00 extraction: nothing had ended
     feed = target.feeds[BRAIN]
-    assert feed.startswith("# A session here ended 1 min ago (not in the feed below yet)")
+    assert feed.startswith("# `zeta`: its sessions are not in the feed yet; the one that just ended follows\n\n"
+                           "# A session here ended 1 min ago (not in the feed below yet)")
     assert "`zorbctl deploy`" in feed and "quota_limits.yaml" in feed and "stopped at: \"stop here for now\"" in feed
     assert target.scores[BRAIN].r_kn == 1.0
     ideal = evaluate(EvalRequest(sources, ideal_profile(), warmup=0), run, tmp_path / "work" / "ideal")
