@@ -143,7 +143,8 @@ class Settings:
     source_path: Path | None = _opt(None, "Feed folder the hooks read; empty means `--brain-feed`.", group="hook")
     refresh_interval: int = _opt(30, "`prompt-submit` re-checks the feed every this many turns.", group="hook", lo=1)
     hook_state_dir: Path | None = _opt(
-        None, "Folder of the prompt-submit per-session turn counters; empty means `$XDG_STATE_HOME/brain/hook-sessions`.",
+        None, "Folder of the hooks' per-session state (prompt-submit's turn counters, session-end's handoffs in "
+        "`ended/`); empty means `$XDG_STATE_HOME/brain/hook-sessions`.",
         group="hook",
     )
 
