@@ -525,6 +525,18 @@ def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
     assert dict(session.files_read) == {"tools/seed_data.py": 1}
 
 
+def test_an_unknown_slash_command_is_no_prompt_and_never_a_title(tmp_path: Path) -> None:
+    """Claude Code answers a mistyped `/btw` by writing "Unknown skill: btw" as the user's turn
+    (seen in real logs, setG): the operator's prompts are the ones around it."""
+    from tests.eval_logs import SessionLog
+    log = (SessionLog(SID, "/w/avd", "2026-05-17T09:00").prompt("Unknown skill: btw")
+           .prompt("root the avd image so that adb root works").prompt("Unknown slash command: foo"))
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert session.user_turns == 1
+    assert session.first_prompt == session.last_prompt == "root the avd image so that adb root works"
+
+
 def test_symbolic_links_are_not_followed_and_each_is_reported(tmp_path: Path) -> None:
     projects = tmp_path / "projects"
     real = tmp_path / "elsewhere"

@@ -82,6 +82,9 @@ HARNESS_PREFIXES = (
     "<bash-stderr>",
     "[Request interrupted by user",
     "This session is being continued from a previous conversation",
+    # What Claude Code writes as the user's turn when a typed slash command names no skill (`/btw`).
+    "Unknown skill: ",
+    "Unknown slash command: ",
 )
 _IDE_PREFIXES = ("<ide_selection>", "<ide_opened_file>", "<ide_diagnostics>")
 _INLINE_MARKUP = re.compile(r"<(system-reminder|ide_selection|ide_opened_file)>.*?</\1>", re.DOTALL)
