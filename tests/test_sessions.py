@@ -537,6 +537,20 @@ def test_an_unknown_slash_command_is_no_prompt_and_never_a_title(tmp_path: Path)
     assert session.first_prompt == session.last_prompt == "root the avd image so that adb root works"
 
 
+def test_a_detached_head_is_no_branch(tmp_path: Path) -> None:
+    """``gitBranch: HEAD`` (a detached HEAD) names no branch: the arc and its feed line say none
+    rather than "on branch `HEAD`"; a real branch seen earlier in the session stays."""
+    from tests.eval_logs import SessionLog
+    log = SessionLog(SID, "/w/avd", "2026-05-17T09:00").prompt("root the avd image")
+    for record in log.records:
+        record["gitBranch"] = "HEAD"
+    log.write(tmp_path / "projects")
+    assert by_id(run(tmp_path / "projects"))[SID].git_branch == ""
+    log.records[0]["gitBranch"] = "feature/root"
+    log.write(tmp_path / "projects")
+    assert by_id(run(tmp_path / "projects"))[SID].git_branch == "feature/root"
+
+
 def test_symbolic_links_are_not_followed_and_each_is_reported(tmp_path: Path) -> None:
     projects = tmp_path / "projects"
     real = tmp_path / "elsewhere"

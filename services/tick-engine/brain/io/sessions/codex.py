@@ -205,8 +205,8 @@ class _Rollout:
         if payload.get("originator") == "codex_exec" or payload.get("source") == "exec":
             self.headless = True
         git = payload.get("git")
-        if not self.branch and isinstance(git, dict) and isinstance(git.get("branch"), str):
-            self.branch = git["branch"]
+        if not self.branch and isinstance(git, dict) and isinstance(git.get("branch"), str) and git["branch"] != "HEAD":
+            self.branch = git["branch"]  # "HEAD": a detached HEAD, no branch
 
     def _item(self, payload: dict[str, Any], key: str | None) -> None:
         kind = payload.get("type")
