@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from brain import launcher
 from brain.cli import app
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sessions" / "claude-code"
-SPOTTER = FIXTURES / "-home-marco-projects-spotter"
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "sessions"
+SPOTTER = FIXTURES / "claude-code" / "-home-marco-projects-spotter"
 #: 2026-02-10 22:57:54 → 22:59:46: starts Phoenix (`mix phx.server`), then at 22:59:22 asks about
 #: xterm.js scrolling, reads assets/js/app.js.
 ENDED = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"
