@@ -292,7 +292,10 @@ def test_production_hands_on_the_session_that_ended_after_the_last_extraction(tm
     production = evaluate(EvalRequest(sources, production_profile(values, codex_available=False), warmup=0),
                           run, tmp_path / "work" / "production")
     [target] = production.targets
-    assert target.session.id == Z2 and target.history == 0  # the 10:00 extraction: nothing had ended
+    # The 10:00 extraction saw nothing ended; Z1 came by its SessionEnd hook, and the baselines get
+    # it too (the same information Brain had).
+    assert target.session.id == Z2 and target.history == 1
+    assert "files: deploy/quota_limits.yaml" in target.feeds[bl.RECENT_DIGEST]
     feed = target.feeds[BRAIN]
     assert feed.startswith("# `zeta`: its sessions are not in the feed yet; the one that just ended follows\n\n"
                            "# A session here ended 1 min ago (not in the feed below yet)")

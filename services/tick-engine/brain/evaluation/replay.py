@@ -313,7 +313,8 @@ def select_targets(
 
 @dataclass(frozen=True)
 class TargetRun:
-    """What one target was given: the sessions Brain had (the filtered bundle) and Brain's feed."""
+    """What one target was given: the sessions Brain had (the filtered bundle, and the sessions
+    ended since the cutoff that the SessionEnd hook handed over) and Brain's feed."""
 
     session: Session
     cutoff: datetime
@@ -499,6 +500,11 @@ class VaultBuilder:
     def snapshot(self) -> tuple[Session, ...]:
         return tuple(ordered(self.history.values()))
 
+    def handed_over(self, since: datetime, before: datetime, universe: Sequence[Session]) -> tuple[Session, ...]:
+        """The sessions not in the vault whose SessionEnd hook left them for a session starting at
+        ``before`` (:meth:`end_sessions`): Brain had them, so the baselines get them too."""
+        return tuple(s for s in universe if s.id in self.ended and s.id not in self.history and since <= s.end < before)
+
 
 def replay(
     run: BrainRunner, sources: LogSources, profile: Profile, universe: Sequence[Session],
@@ -530,7 +536,8 @@ def replay(
         builder.end_sessions(cutoff, start, universe)
         feed = builder.feed(target, start)
         recalled = builder.recall_blocks(target, start, (prompts or {}).get(target.id, ()))
-        runs.append(TargetRun(target, cutoff, builder.snapshot(), feed, recalled))
+        history = tuple(ordered((*builder.snapshot(), *builder.handed_over(cutoff, start, universe))))
+        runs.append(TargetRun(target, cutoff, history, feed, recalled))
         if progress is not None:
             progress(index + 1, len(targets))
     return runs
