@@ -61,9 +61,9 @@ BACKOFF_BASE_SECONDS = 1.0
 BACKOFF_CAP_SECONDS = 30.0
 #: A server's Retry-After is honoured up to this many seconds.
 RETRY_AFTER_CAP_SECONDS = 60.0
-#: Longest error body quoted in an LLMError.
 #: The most of an answer's body read (the prompt is bounded; its answer is a few kilobytes).
 MAX_ANSWER_BYTES = 8_000_000
+#: Longest error body quoted in an LLMError.
 _ERROR_BODY_CHARS = 300
 #: Name of the schema in OpenAI's response_format (letters, digits, ``_``, ``-``).
 SCHEMA_NAME = "brain_answer"
