@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from brain.core.arc_text import session_title, work_keys
 from brain.core.project_feed import (
-    MAX_ERRORS,
     MAX_TODOS,
     SCRATCH_PREFIXES,
     code_list,
-    error_text,
     feed_path,
     feed_text,
     prompt_text,
     said,
     same_words,
+    unresolved_line,
     words_of,
+    work_line,
 )
 from brain.core.session import Session
 
@@ -53,15 +53,11 @@ def ended_session_lines(session: Session) -> list[str]:
     commands = keys["commands"][:COMMANDS]
     listed = words_of("\n".join([*files, *commands]))
     identifiers = [i for i in keys["identifiers"] if not said(i, listed)][:IDENTIFIERS]
-    parts = [f"{label}: {code_list(feed_text(i, 80) for i in found)}"
-             for label, found in (("commands", commands), ("identifiers", identifiers),
-                                  ("errors seen", keys["errors_met"][:ERROR_NAMES]))
-             if found]
-    if parts:
-        joined = "; ".join(parts)
-        lines.append(f"- {joined[0].upper()}{joined[1:]}")
+    work = work_line(commands, identifiers, keys["errors_met"][:ERROR_NAMES])
+    if work:
+        lines.append(work)
     if keys["open_errors"]:
-        lines.append("- Unresolved errors: " + "; ".join(error_text(e) for e in keys["open_errors"][:MAX_ERRORS]))
+        lines.append(unresolved_line(keys["open_errors"]))
     todos = [todo.text for todo in session.todos if todo.status != "completed" and todo.text][:MAX_TODOS]
     if todos:
         lines.append("- Open todos: " + "; ".join(feed_text(t, 100) for t in todos))

@@ -225,9 +225,13 @@ def handoff(project: str, arcs: list[ProjectArc]) -> list[FeedItem]:
         shown = "; ".join(feed_text(text, 100) for _, _, text in todos[:MAX_TODOS])
         items.append(FeedItem(f"- Open todos: {shown}", RANK_HANDOFF, section=HANDOFF))
     if arc.open_errors:
-        errors = "; ".join(error_text(e) for e in arc.open_errors[:MAX_ERRORS])
-        items.append(FeedItem(f"- Unresolved errors: {errors}", RANK_HANDOFF, section=HANDOFF))
+        items.append(FeedItem(unresolved_line(arc.open_errors), RANK_HANDOFF, section=HANDOFF))
     return items
+
+
+def unresolved_line(open_errors: Sequence[str]) -> str:
+    """``- Unresolved errors: `a`; `b``` for the first :data:`MAX_ERRORS` of ``open_errors``."""
+    return "- Unresolved errors: " + "; ".join(error_text(e) for e in open_errors[:MAX_ERRORS])
 
 
 #: What a pasted prompt carries that says nothing: escaped line breaks (``\\n``, a backslash
@@ -468,13 +472,19 @@ def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[Fe
     # already says what failed and how it was fixed.
     told = shown_by(above, RANK_LESSON)
     errors = [e for e in error_names(window) if not said(e, told)]
+    line = work_line(commands, identifiers, errors)
+    if line:
+        items.append(FeedItem(line, RANK_COMMANDS, section=USED))
+    return items
+
+
+def work_line(commands: Sequence[str], identifiers: Sequence[str], errors: Sequence[str]) -> str:
+    """``- Commands: …; identifiers: …; errors seen: …``, the empty lists left out; "" when all are."""
     parts = [f"{label}: {code_list(feed_text(i, 80) for i in found)}"
              for label, found in (("commands", commands), ("identifiers", identifiers), ("errors seen", errors))
              if found]
-    if parts:
-        line = "; ".join(parts)
-        items.append(FeedItem(f"- {line[0].upper()}{line[1:]}", RANK_COMMANDS, section=USED))
-    return items
+    line = "; ".join(parts)
+    return f"- {line[0].upper()}{line[1:]}" if line else ""
 
 
 def shown_by(items: Sequence[FeedItem], rank: int) -> str:
