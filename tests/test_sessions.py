@@ -549,6 +549,13 @@ def test_a_detached_head_is_no_branch(tmp_path: Path) -> None:
     log.records[0]["gitBranch"] = "feature/root"
     log.write(tmp_path / "projects")
     assert by_id(run(tmp_path / "projects"))[SID].git_branch == "feature/root"
+    day = tmp_path / "codex" / "2025" / "08" / "01"  # Codex's `git.branch` the same
+    day.mkdir(parents=True)
+    sid = "0198aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
+    lines = [{"id": sid, "timestamp": "2025-08-01T09:00:00.000Z", "git": {"branch": "HEAD"}, "cwd": "/srv/tool"},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "migrate the config"}]}]
+    (day / f"rollout-2025-08-01T12-00-00-{sid}.jsonl").write_bytes(b"".join(line(r) for r in lines))
+    assert by_id(run(codex=tmp_path / "codex"))[sid].git_branch == ""
 
 
 def test_symbolic_links_are_not_followed_and_each_is_reported(tmp_path: Path) -> None:

@@ -125,6 +125,9 @@ _LONE_SURROGATE = re.compile(
 _DECODER = json.JSONDecoder()
 
 
+#: The ``gitBranch`` (Claude Code) or ``git.branch`` (Codex) of a detached HEAD: no branch at all.
+DETACHED_HEAD = "HEAD"
+
 #: What a record of a shape no reader expected can raise in a handler: that record is skipped
 #: and reported, the rest of the file and of the run go on.
 RECORD_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)

@@ -42,6 +42,7 @@ from typing import Any
 from brain.core.session import MAX_PROMPTS, Session
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
+    DETACHED_HEAD,
     MAX_FILES,
     FileCounters,
     Progress,
@@ -86,8 +87,6 @@ HARNESS_PREFIXES = (
     "Unknown skill: ",
     "Unknown slash command: ",
 )
-#: ``gitBranch`` of a detached HEAD (or a folder inside no repository's branch): no branch at all.
-DETACHED = "HEAD"
 _IDE_PREFIXES = ("<ide_selection>", "<ide_opened_file>", "<ide_diagnostics>")
 _INLINE_MARKUP = re.compile(r"<(system-reminder|ide_selection|ide_opened_file)>.*?</\1>", re.DOTALL)
 _EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "NotebookEdit": "notebook_path"}
@@ -263,7 +262,7 @@ class _MainSession:
             if not self.cwd or not inside(cwd, self.cwd):  # after ``cd test`` paths stay repo-relative
                 self.cwd = cwd
         branch = record.get("gitBranch")
-        if isinstance(branch, str) and branch and branch != DETACHED:
+        if isinstance(branch, str) and branch and branch != DETACHED_HEAD:
             self.branch = branch  # where the session stopped, not where it started
         entry = record.get("entrypoint")
         if isinstance(entry, str) and entry and not self.entrypoint:

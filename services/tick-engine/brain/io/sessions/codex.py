@@ -34,6 +34,7 @@ from typing import Any
 
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
+    DETACHED_HEAD,
     MAX_FILES,
     Progress,
     PromptTrack,
@@ -205,8 +206,9 @@ class _Rollout:
         if payload.get("originator") == "codex_exec" or payload.get("source") == "exec":
             self.headless = True
         git = payload.get("git")
-        if not self.branch and isinstance(git, dict) and isinstance(git.get("branch"), str) and git["branch"] != "HEAD":
-            self.branch = git["branch"]  # "HEAD": a detached HEAD, no branch
+        if (not self.branch and isinstance(git, dict) and isinstance(git.get("branch"), str)
+                and git["branch"] != DETACHED_HEAD):
+            self.branch = git["branch"]
 
     def _item(self, payload: dict[str, Any], key: str | None) -> None:
         kind = payload.get("type")
