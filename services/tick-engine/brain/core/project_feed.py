@@ -45,6 +45,7 @@ from brain.core.feed_file import (
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.model import ArcInfo
+from brain.core.project import is_home_folder
 from brain.core.redaction import redact
 from brain.core.text import cut_path
 from brain.core.text import error_names as text_error_names
@@ -557,6 +558,21 @@ def work_folders(path: str, cwd: str) -> list[str]:
     return out
 
 
+def below_home_area(folder: str, path: str) -> str:
+    """A folder beside a project's cwd (:func:`sibling_folder`) as a claim on the folders below
+    it. Beside a project kept right in a home, it is another folder of that home (``~/src``,
+    ``C:/Users/me/OneDrive``, ``~/Documents``) that holds any number of unrelated projects: the
+    claim is then the folder below it on ``path``'s way (``~/OneDrive/notes``), or none when
+    ``path`` lies right in it. (A home folder's own sessions claim the folders they worked in:
+    they are about anything, and a repository kept in the home is one of them.)"""
+    if not folder or not is_home_folder(folder.rsplit("/", 1)[0]):
+        return folder
+    rest = path[len(folder) + 1:].split("/") if path.startswith(folder + "/") else []
+    if len(rest) < 2 or not rest[0] or rest[0].startswith("."):
+        return ""
+    return f"{folder}/{rest[0]}"
+
+
 def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[str, object]) -> dict[str, str]:
     """Folder -> the project whose sessions worked there from their own cwd (see
     :data:`TOUCHED_FILES`): beside it, or below it (:func:`work_folders`), from each project's
@@ -570,7 +586,7 @@ def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[s
             cwd = redact(pa.arc.cwd).replace("\\", "/")
             for path in pa.arc.files:
                 slashed = redact(path).replace("\\", "/")
-                for folder in (sibling_folder(slashed, cwd), *work_folders(slashed, cwd)):
+                for folder in (below_home_area(sibling_folder(slashed, cwd), slashed), *work_folders(slashed, cwd)):
                     if folder and folder not in roots:
                         seen.setdefault((folder, project), set()).add(path)
     best: dict[str, tuple[int, str]] = {}
