@@ -1,5 +1,6 @@
 """``brain hook session-end``: a session that ended after the last extraction is handed to the
-next session in its project (docs/hooks.md), on a real Claude Code transcript from the fixtures."""
+next session in its project (docs/hooks.md), on a real Claude Code transcript and a real Gemini
+CLI chat from the fixtures."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 
 from brain import launcher
 from brain.cli import app
+from tests.test_readers_gemini import GEMINI, jsonl_copy, line
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "sessions"
 SPOTTER = FIXTURES / "claude-code" / "-home-marco-projects-spotter"
@@ -211,6 +213,98 @@ def test_session_start_with_entries_still_imports_nothing_heavy(feed: Path, logs
                             input=json.dumps({"session_id": "next", "cwd": CWD}).encode())
     assert result.returncode == 0 and result.stderr.decode().strip() == "[]"
     assert "# A session here ended 5 min ago" in result.stdout.decode()
+
+
+# --- Gemini CLI: the same hooks, its chat file as the transcript ------------------------------
+
+#: 2026-01-16 11:01:22 → 12:34:29: explores the repository (todos, reads), then from 12:33:35 writes
+#: and edits hello.md.
+GEMINI_CHAT = "session-2026-01-16T11-01-file-ops-37b7abef.json"
+GEMINI_SESSION = "37b7abef-713d-4522-85f0-8ff15a4e6d17"
+#: The folder the chat's recorded paths point to, where Gemini CLI ran.
+GEMINI_CWD = "/Users/Nikita_Levyankov/repos/EPMCDME/codemie-ai/codemie-code"
+GEMINI_AFTER = "2026-01-16T12:39:30Z"
+
+
+@pytest.fixture
+def gemini_chat(tmp_path: Path) -> Path:
+    """The chat where Gemini CLI keeps it (``~/.gemini/tmp/<project>/chats/``)."""
+    root = tmp_path / "gemini" / "tmp"
+    shutil.copytree(GEMINI, root)
+    return next(root.glob(f"*/chats/{GEMINI_CHAT}"))
+
+
+def gemini_end(feed: Path, state: Path, transcript: Path, now: str = GEMINI_AFTER, **fields: Any) -> str:
+    payload = {"session_id": GEMINI_SESSION, "transcript_path": str(transcript), "cwd": GEMINI_CWD,
+               "hook_event_name": "SessionEnd", "reason": "exit", "timestamp": now, **fields}
+    return hook("session-end", feed, state, payload, now)
+
+
+def test_a_gemini_session_that_just_ended_leads_the_next_sessions_context(
+        feed: Path, gemini_chat: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    assert gemini_end(feed, state, gemini_chat) == ""
+    context = start(feed, state, GEMINI_CWD, now=GEMINI_AFTER)
+    assert context.splitlines()[:4] == [
+        "# `codemie-code`: its sessions are not in the feed yet; the one that just ended follows",
+        "",
+        "# A session here ended 5 min ago (not in the feed below yet)",
+        "",
+    ]
+    assert "- expore repository and figure out issues. focus on adaptability and… — stopped at: " \
+           "\"remove 2 and 3 line\"" in context
+    assert "- Its last reply: \"I have removed the 2nd and 3rd lines from `hello.md`.\"" in context
+    assert "- Files in play: `hello.md`, `.husky/pre-commit`, `SECURITY.md`" in context
+    assert "- Open todos: Check usages of CredentialStore and pre-commit hooks" in context
+
+
+def test_a_gemini_chat_log_is_read_by_the_gemini_reader(feed: Path, tmp_path: Path) -> None:
+    """A ``chats/session-*.jsonl`` is Gemini CLI's, though Claude Code's transcripts are ``.jsonl`` too."""
+    path, data = jsonl_copy(tmp_path)
+    meta = {k: data[k] for k in ("sessionId", "projectHash", "startTime", "lastUpdated")}
+    path.write_bytes(line(meta) + b"".join(line(m) for m in data["messages"]))
+    state = tmp_path / "state"
+    gemini_end(feed, state, path)
+    entry = json.loads((state / "ended" / f"{GEMINI_SESSION}.json").read_text())
+    assert (entry["project"], entry["cwd"], entry["end"]) == ("codemie-code", GEMINI_CWD, "2026-01-16T12:34:29Z")
+    assert "`hello.md`" in entry["lines"][2]
+
+
+def test_records_after_now_are_never_read_from_a_gemini_chat(feed: Path, gemini_chat: Path, tmp_path: Path) -> None:
+    """At 12:00 the exploration was over and hello.md not written yet."""
+    state = tmp_path / "state"
+    gemini_end(feed, state, gemini_chat, now="2026-01-16T12:00:00Z")
+    context = start(feed, state, GEMINI_CWD, now="2026-01-16T12:00:10Z")
+    assert "# A session here ended 55 min ago" in context
+    assert "`SECURITY.md`" in context and "hello.md" not in context and "remove 2 and 3 line" not in context
+
+
+def test_without_a_cwd_in_the_input_the_chats_recorded_paths_name_the_project(
+        feed: Path, gemini_chat: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    gemini_end(feed, state, gemini_chat, cwd=None)
+    entry = json.loads((state / "ended" / f"{GEMINI_SESSION}.json").read_text())
+    assert (entry["project"], entry["cwd"]) == ("codemie-code", GEMINI_CWD)  # not where the hook ran
+
+
+@pytest.mark.parametrize("name", [
+    "chats/37b7abef-713d-4522-85f0-8ff15a4e6d17/agent-1.jsonl",  # a subagent's chat: its parent's work
+    "logs.json",  # the prompt log: no chat
+    "chats/notes.json",
+    "chats/session-2026-01-16T13-00-gone.json",  # no such file
+    "chats/session-2026-01-16T13-00-fifo.jsonl",  # a named pipe
+])
+def test_a_gemini_path_that_is_no_chat_leaves_nothing(feed: Path, gemini_chat: Path, tmp_path: Path, name: str) -> None:
+    project = gemini_chat.parents[1]
+    agent = project / "chats" / GEMINI_SESSION / "agent-1.jsonl"
+    agent.parent.mkdir()
+    agent.write_bytes(line({"sessionId": "agent-1", "kind": "subagent"}) + line(
+        {"id": "s1", "type": "user", "timestamp": "2026-01-16T11:03:00.000Z", "content": "look at src/"}))
+    (project / "chats" / "notes.json").write_text(json.dumps({"sessionId": GEMINI_SESSION, "messages": []}))
+    os.mkfifo(project / "chats" / "session-2026-01-16T13-00-fifo.jsonl")
+    state = tmp_path / "state"
+    assert gemini_end(feed, state, project / name) == ""
+    assert not (state / "ended").exists()
 
 
 class _Stdin:

@@ -344,3 +344,62 @@ def test_with_a_cursor_an_unchanged_chat_is_not_read_again_and_a_grown_one_is(tm
     third = extract(settings, NOW, agent="gemini-cli", since="4000d", min_turns=0, cursor=cursor)
     assert [s.session_id for s in third.sessions] == [data["sessionId"]]
     assert third.sessions[0].user_turns == 6  # a grown file is read whole: figures stay absolute
+
+
+# --- one chat, as the session-end hook reads it -----------------------------------------------
+
+
+def with_subagent(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the fixtures where the 37b7abef chat has one subagent chat: (chat, subagent's chat)."""
+    root = tmp_path / "tmp"
+    shutil.copytree(GEMINI, root)
+    chat = next(root.glob("*/chats/session-*37b7abef.json"))
+    sub = chat.parent / json.loads(chat.read_text())["sessionId"]
+    sub.mkdir()
+    (sub / "agent-1.jsonl").write_bytes(
+        line({"sessionId": "agent-1", "kind": "subagent"})
+        + line({"id": "s1", "type": "gemini", "timestamp": "2026-01-16T11:03:00.000Z",
+                "toolCalls": [{"name": "grep", "args": {}, "status": "success"}]}))
+    return chat, sub / "agent-1.jsonl"
+
+
+def test_read_one_gives_the_session_read_gives_subagents_folded_in(tmp_path: Path) -> None:
+    chat, sub = with_subagent(tmp_path)
+    from_plan = {s.session_id: s for s in run(tmp_path / "tmp").sessions}
+    for path in chat.parent.parent.parent.glob("*/chats/session-*.json"):
+        assert gemini.read_one(path) == from_plan[expected(path)["session_id"]]
+    one = gemini.read_one(chat)
+    assert one is not None and one.subagents == 1 and one.tool_calls == expected(chat)["tool_calls"] + 1
+    assert gemini.read_one(sub) is None  # a subagent's chat is its parent's work
+
+
+def test_read_one_leaves_out_what_came_after_until() -> None:
+    path = next(p for p in chats() if "37b7abef" in p.name)
+    cut = "2026-01-16T12:00:00Z"
+    session = gemini.read_one(path, until=cut)
+    assert session is not None
+    assert session == {s.session_id: s for s in run(GEMINI, until=cut).sessions}[session.session_id]
+
+
+def test_read_one_project_root_then_the_hook_cwd_then_the_recorded_paths(tmp_path: Path) -> None:
+    chat, _ = with_subagent(tmp_path)
+    recorded = gemini.read_one(chat)
+    assert recorded is not None and recorded.cwd == "/Users/Nikita_Levyankov/repos/EPMCDME/codemie-ai/codemie-code"
+    told = gemini.read_one(chat, cwd="/srv/codemie")
+    assert told is not None and (told.cwd, told.project) == ("/srv/codemie", "codemie")
+    (chat.parents[1] / ".project_root").write_text("/home/me/codemie-code\n")
+    rooted = gemini.read_one(chat, cwd="/srv/codemie")
+    assert rooted is not None and rooted.cwd == "/home/me/codemie-code"
+
+
+def test_read_one_opens_only_a_regular_chat_file(tmp_path: Path) -> None:
+    chats_folder = tmp_path / "tmp" / "project" / "chats"
+    chats_folder.mkdir(parents=True)
+    fifo = chats_folder / "session-2026-01-16T11-01-fifo.jsonl"
+    os.mkfifo(fifo)
+    link = chats_folder / "session-2026-01-16T11-01-link.json"
+    link.symlink_to(next(p for p in chats() if "37b7abef" in p.name))
+    stray = tmp_path / "session-2026-01-16T11-01-37b7abef.json"  # a chat file, but not in a chats folder
+    shutil.copy(link, stray)
+    for path in (fifo, link, stray, chats_folder / "session-missing.json", chats_folder):
+        assert gemini.read_one(path) is None

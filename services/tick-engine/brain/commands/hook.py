@@ -25,7 +25,7 @@ def register(app: Any) -> None:
 
     hook_app = typer.Typer(
         name="hook",
-        help="Claude Code hooks: hand the brain-feed to agent sessions (see docs/hooks.md).\n\n"
+        help="Claude Code and Gemini CLI hooks: hand the brain-feed to agent sessions (see docs/hooks.md).\n\n"
         "Example: brain hook session-start --brain-feed ~/vault/brain-feed",
         no_args_is_help=True,
         add_completion=False,
@@ -92,9 +92,11 @@ def register(app: Any) -> None:
         "session-end",
         help="SessionEnd hook: keep what the session that ended leaves for the next session in its "
         "project (title, where it stopped, files, commands, errors, open todos), read from the "
-        "transcript the hook input names, until the next tick has it in the feed. Prints nothing.\n\n"
-        "Reads the hook's JSON (session_id, transcript_path) on stdin; the entry goes to the hook "
-        "state folder (BRAIN_HOOK_STATE_DIR), where session-start finds it.\n\n"
+        "transcript the hook input names (a Claude Code transcript or a Gemini CLI chat file), until "
+        "the next tick has it in the feed. Prints nothing.\n\n"
+        "Reads the hook's JSON (session_id, transcript_path, and cwd: a Gemini CLI chat records none) "
+        "on stdin; the entry goes to the hook state folder (BRAIN_HOOK_STATE_DIR), where session-start "
+        "finds it.\n\n"
         "Example: echo '{\"session_id\": \"abc\", \"transcript_path\": \"'$HOME'/.claude/projects/x/abc.jsonl\"}' "
         "| brain hook session-end",
     )

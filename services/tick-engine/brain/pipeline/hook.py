@@ -809,8 +809,9 @@ def prompt_submit_answer(call: HookCall) -> str:
 def session_end_answer(call: HookCall) -> str:
     """``session-end``: what the session leaves for the next one in its project
     (:mod:`brain.core.handoff`), kept in the state folder until a tick folds the session into
-    the feed. Reads the transcript the hook input names, up to ``now``; prints nothing. A
-    scripted one-shot run leaves nothing."""
+    the feed. Reads the transcript the hook input names (a Claude Code transcript, a Gemini CLI
+    chat: the reader whose format owns the path), up to ``now``; prints nothing. A scripted
+    one-shot run leaves nothing."""
     settings, hook_input = call.settings, call.hook_input
     transcript = hook_input.transcript_path
     if not settings.enabled or hook_input.session_id is None or transcript is None or "\x00" in transcript:
@@ -819,10 +820,10 @@ def session_end_answer(call: HookCall) -> str:
 
     from brain.core.handoff import ended_session_lines
     from brain.core.timeutil import iso
-    from brain.io.sessions import time_key
-    from brain.io.sessions.claude import read_one
+    from brain.io.sessions import read_transcript, time_key
 
-    session = read_one(Path(transcript), until=time_key(iso(call.now)))
+    # The hook input's own cwd, never the process's: a format whose log records none takes it.
+    session = read_transcript(Path(transcript), time_key(iso(call.now)), session_cwd(None, hook_input, None))
     if session is None or session.headless:
         return ""
     entry = {"session_id": hook_input.session_id, "project": session.project, "cwd": session.cwd,

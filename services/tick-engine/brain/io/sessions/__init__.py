@@ -7,8 +7,9 @@ counted in :class:`ReadStats` and skipped; complete records glued onto it are sa
 Files whose mtime is older than the window are never opened (one ``os.stat`` each).
 
 Each agent format is one module (``claude``, ``codex``, ``gemini``, ``opencode``) that
-registers a :class:`SessionReader` (its name, the setting and flag of its log folder, and its
-``plan`` / ``read`` functions); ``AGENTS``, ``brain extract --agent`` and ``all`` come from
+registers a :class:`SessionReader` (its name, the setting and flag of its log folder, its
+``plan`` / ``read`` functions and, for an agent with a session-end hook, the
+:class:`TranscriptReader` of one session's log); ``AGENTS``, ``brain extract --agent`` and ``all`` come from
 :data:`READERS`, so a new format is one module plus one line in the import list at the end
 of this file. This module holds what the formats share: the registry, line decoding, prompt
 cleaning, joy detection, statistics.
@@ -42,11 +43,13 @@ __all__ = [
     "Session",
     "SessionReader",
     "TimeRange",
+    "TranscriptReader",
     "clean_prompt",
     "is_joyful",
     "iter_records",
     "project_name",
     "read_file",
+    "read_transcript",
     "relative_file",
     "top_tools",
 ]
@@ -418,6 +421,21 @@ def session_cwd(counts: Counter[str]) -> str:
 
 
 @dataclass(frozen=True)
+class TranscriptReader:
+    """One session's log as ``brain hook session-end`` reads it, named by the hook input.
+
+    ``owns(path)`` tells this format's transcripts from the others' by place and name alone
+    (the hook input does not say which agent sent it; no file is opened), so the formats'
+    predicates accept disjoint paths. ``read(path, until, cwd)`` is the session in it,
+    records stamped after ``until`` left out; ``cwd`` is the hook input's, for a format whose
+    log records none.
+    """
+
+    owns: Callable[[Path], bool]
+    read: Callable[[Path, str | None, str | None], Session | None]
+
+
+@dataclass(frozen=True)
 class SessionReader:
     """One agent log format, as ``brain extract`` drives it.
 
@@ -433,6 +451,8 @@ class SessionReader:
     plan: Callable[[Path, float | None, ReadStats], Any]
     units: Callable[[Any], int]
     read: Callable[[Any, ReadStats, Progress | None, int, int], Iterator[Session]]
+    #: How ``brain hook session-end`` reads this format's transcripts; None: its agent has no such hook.
+    transcript: TranscriptReader | None = None
 
 
 READERS: dict[str, SessionReader] = {}
@@ -442,6 +462,15 @@ def register(reader: SessionReader) -> SessionReader:
     """Add a format to the registry (each format module calls this once, at import)."""
     READERS[reader.agent] = reader
     return reader
+
+
+def read_transcript(path: Path, until: str | None, cwd: str | None) -> Session | None:
+    """The session in the transcript a session-end hook names, read by the format that owns
+    it; None when no format does, or it holds no conversation."""
+    for reader in READERS.values():
+        if reader.transcript is not None and reader.transcript.owns(path):
+            return reader.transcript.read(path, until, cwd)
+    return None
 
 
 # One line per format: importing the module registers it (order = order in the bundle's "agents").

@@ -50,6 +50,7 @@ from brain.io.sessions import (
     ReadStats,
     SessionReader,
     TimeRange,
+    TranscriptReader,
     clean_prompt,
     from_key,
     inside,
@@ -626,5 +627,12 @@ def _fold(path: Path, sessions: dict[str, _MainSession], seen: dict[int, str], s
     parent.fold(agent)
 
 
+def owns_transcript(path: Path) -> bool:
+    """A ``.jsonl`` log outside a ``chats`` folder: Claude Code names its project folders after
+    the project's path (``-home-me-app``), and ``chats`` holds Gemini CLI's chat logs."""
+    return path.suffix == ".jsonl" and "chats" not in path.parts[-3:-1]
+
+
 register(SessionReader(AGENT, "projects_dir", "--projects-dir", "Claude Code projects folder", plan,
-                       lambda plans: sum(len(folder.mains) for folder in plans), read))
+                       lambda plans: sum(len(folder.mains) for folder in plans), read,
+                       TranscriptReader(owns_transcript, lambda path, until, _cwd: read_one(path, until=until))))

@@ -54,6 +54,7 @@ from brain.io.sessions import (
     SessionReader,
     TimeRange,
     ToolCall,
+    TranscriptReader,
     clean_prompt,
     decode_text,
     feed_work,
@@ -570,11 +571,28 @@ class _Lister:
         return True
 
 
+def _is_chat_name(name: str) -> bool:
+    return name.startswith("session-") and name.endswith((".json", ".jsonl"))
+
+
 def _scan(folder: Path) -> list[os.DirEntry[str]]:
     try:
         return sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
         return []
+
+
+def _subagent_chats(folder: Path, wanted: Callable[[os.DirEntry[str]], bool]) -> list[Path]:
+    """The subagents' chats in ``chats/<session-id>/`` that ``wanted`` takes."""
+    return [Path(e.path) for e in _scan(folder) if e.name.endswith(".jsonl") and wanted(e)]
+
+
+def _subagent_folder(chats: Path, session_id: str) -> Path | None:
+    """``chats/<session-id>/``; None for an id that names no folder in ``chats`` (``..``, ``a/b``)
+    or a link, which the planner does not follow either."""
+    if not session_id.strip(".") or Path(session_id).name != session_id or (chats / session_id).is_symlink():
+        return None
+    return chats / session_id
 
 
 def plan(gemini_dir: Path, since_ts: float | None, stats: ReadStats, cursor: Cursor | None = None) -> list[_ProjectPlan]:
@@ -590,10 +608,10 @@ def plan(gemini_dir: Path, since_ts: float | None, stats: ReadStats, cursor: Cur
         subagents: dict[str, list[Path]] = {}
         for entry in _scan(folder / "chats"):
             if entry.is_dir(follow_symlinks=False):
-                found = [Path(e.path) for e in _scan(Path(entry.path)) if e.name.endswith(".jsonl") and lister.wanted(e)]
+                found = _subagent_chats(Path(entry.path), lister.wanted)
                 if found:
                     subagents[entry.name] = found
-            elif entry.name.startswith("session-") and entry.name.endswith((".json", ".jsonl")):
+            elif _is_chat_name(entry.name):
                 if lister.wanted(entry):
                     chats.append(Path(entry.path))
                 elif match := _NAME_ID.search(entry.name):
@@ -612,6 +630,25 @@ def _project_root(folder: Path) -> str:
         return ""
 
 
+def _read_main(path: Path, stats: ReadStats, until: str | None) -> tuple[_Chat, FileCounters]:
+    chat = _Chat(fallback_id=path.stem.removeprefix("session-"), until=until)
+    return chat, _read_chat(path, chat, stats)
+
+
+def _read_subagent(path: Path, stats: ReadStats, until: str | None) -> tuple[_Chat, FileCounters]:
+    agent = _Chat(fallback_id=path.stem, until=until)
+    counters = _read_chat(path, agent, stats)
+    agent.skipped = counters.damaged
+    stats.subagent_files += 1
+    return agent, counters
+
+
+def _recorded_folder(chat: _Chat, subagents: list[_Chat], folder_hash: str) -> str:
+    """The project folder the paths recorded in a chat and its subagents' chats point to."""
+    return project_folder([m for c in (chat, *subagents) for m in c.messages.values()],
+                          chat.project_hash or folder_hash)
+
+
 def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None = None,
          done: int = 0, total: int = 0, *, until: str | None = None, cursor: Cursor | None = None) -> Iterator[Session]:
     """Sessions of the planned project folders, one folder at a time.
@@ -621,8 +658,7 @@ def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None 
     for project in plans:
         read_chats: list[tuple[_Chat, int]] = []
         for path in project.chats:
-            chat = _Chat(fallback_id=path.stem.removeprefix("session-"), until=until)
-            counters = _read_chat(path, chat, stats)
+            chat, counters = _read_main(path, stats, until)
             if cursor is not None and path in project.infos:
                 cursor.record(path, project.infos[path], counters.bytes)
             read_chats.append((chat, counters.damaged))
@@ -636,18 +672,14 @@ def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None 
                 stats.orphan_subagent_files += len(paths)  # its parent's chat is not read: nothing to fold into
                 continue
             for path in paths:
-                agent = _Chat(fallback_id=path.stem, until=until)
-                counters = _read_chat(path, agent, stats)
-                agent.skipped = counters.damaged
+                agent, counters = _read_subagent(path, stats, until)
                 if cursor is not None and path in project.infos:
                     cursor.record(path, project.infos[path], counters.bytes)
-                stats.subagent_files += 1
                 children.setdefault(parent, []).append(agent)
         root = _project_root(project.folder)
         folder_hash = project.folder.name
-        cwds = {id(chat): root or project_folder(
-            [m for c in (chat, *children.get(chat.session_id, [])) for m in c.messages.values()],
-            chat.project_hash or folder_hash) for chat, _ in read_chats}
+        cwds = {id(chat): root or _recorded_folder(chat, children.get(chat.session_id, []), folder_hash)
+                for chat, _ in read_chats}
         shared = root or next((c for c in cwds.values() if c), "")
         for chat, skipped in read_chats:
             if chat.kind == "subagent":
@@ -669,5 +701,36 @@ def read(plans: list[_ProjectPlan], stats: ReadStats, progress: Progress | None 
                     yield logged
 
 
+def _is_chat(path: Path) -> bool:
+    return path.parent.name == "chats" and _is_chat_name(path.name)
+
+
+def owns_transcript(path: Path) -> bool:
+    """A chat file (``chats/session-*.json[l]``) or a subagent's (``chats/<session-id>/*.jsonl``)."""
+    return _is_chat(path) or (path.parent.parent.name == "chats" and path.suffix == ".jsonl")
+
+
+def read_one(path: Path, *, until: str | None = None, cwd: str | None = None) -> Session | None:
+    """One chat file and its subagents' chats (``chats/<session-id>/*.jsonl``), as :func:`read`
+    gives its session (messages stamped after ``until`` left out); None when it is not a regular
+    file in a ``chats`` folder, is a subagent's chat or holds no conversation. The session-end hook's reader: the
+    project's other chats and its prompt log are not read, so the project is the folder's
+    ``.project_root``, else ``cwd`` (the hook input's: the chat records none), else the folder
+    the recorded paths point to."""
+    if not _is_chat(path) or not path.is_file() or path.is_symlink():
+        return None  # never a FIFO, which opening would wait on for a writer
+    stats = ReadStats()
+    chat, counters = _read_main(path, stats, until)
+    if chat.kind == "subagent":
+        return None
+    folder = _subagent_folder(path.parent, chat.session_id)
+    subagents = [_read_subagent(agent, stats, until)[0]
+                 for agent in _subagent_chats(folder, lambda e: e.is_file(follow_symlinks=False))] if folder else []
+    project = path.parent.parent
+    found = _project_root(project) or cwd or _recorded_folder(chat, subagents, project.name)
+    return _session(chat, found, counters.damaged, subagents)
+
+
 register(SessionReader(AGENT, "gemini_dir", "--gemini-dir", "Gemini CLI folder", plan,
-                       lambda plans: sum(len(p.chats) for p in plans), read))
+                       lambda plans: sum(len(p.chats) for p in plans), read,
+                       TranscriptReader(owns_transcript, lambda path, until, cwd: read_one(path, until=until, cwd=cwd))))
