@@ -153,14 +153,18 @@ def test_the_index_names_the_folders_each_project_worked_on_from_beside_them() -
     mono = {"mono": [arc("/w/mono", "packages/app/src/a.vue", "/w/mono/packages/app/b.vue", ".github/x.yml",
                          ".github/y.yml", "README.md")]}
     assert touched_folders(mono, {"/w/mono": "mono"}) == {"/w/mono/packages": "mono", "/w/mono/packages/app": "mono"}
-    # Beside a project kept right in a home lie the home's own folders (a cloud drive, ~/src), which
-    # hold every other project: the claim is the folder it worked in below them, not the drive.
+    # A folder right in a home where no file lies right in it is one of the home's containers (a
+    # cloud drive, ~/src) holding every other project: the claim is the folder below it the
+    # sessions worked in, whether from beside it or from the home itself. One with files of its
+    # own is a repository kept in the home, claimed as it is.
     home = {"docs": [arc("C:\\Users\\me\\docs", "C:/Users/me/OneDrive/Vault/notes/a.md", "C:/Users/me/OneDrive/Vault/b.md",
-                         "C:/Users/me/OneDrive/c.md", "C:/Users/me/OneDrive/d.md", "/home/me/src/app/x.py",
-                         "/home/me/src/app/lib/y.py")],
-            "tool": [arc("/home/me/tool", "/home/me/src/app/x.py", "/home/me/src/app/lib/y.py")]}
-    assert touched_folders(home, {"C:/Users/me/docs": "docs", "/home/me/tool": "tool"}) == {
-        "C:/Users/me/OneDrive/Vault": "docs", "/home/me/src/app": "tool"}
+                         "C:/Users/me/OneDrive/.cache/c.md", "C:/Users/me/OneDrive/.cache/d.md")],
+            "tool": [arc("/home/me/tool", "/home/me/src/app/x.py", "/home/me/src/app/lib/y.py")],
+            "me": [arc("/home/me", "/home/me/Documents/site/a.md", "/home/me/Documents/site/b/c.md",
+                       "/home/me/M-Claude/CLAUDE.md", "/home/me/M-Claude/notes.md")]}
+    assert touched_folders(home, {"C:/Users/me/docs": "docs", "/home/me/tool": "tool", "/home/me": "me"}) == {
+        "/home/me/Documents/site": "me", "/home/me/M-Claude": "me", "/home/me/src/app": "tool",
+        "C:/Users/me/OneDrive/Vault": "docs"}
 
 
 def test_scripted_one_shot_runs_rank_below_real_work(vault: Path) -> None:

@@ -559,18 +559,17 @@ def work_folders(path: str, cwd: str) -> list[str]:
 
 
 def below_home_area(folder: str, path: str) -> str:
-    """A folder beside a project's cwd (:func:`sibling_folder`) as a claim on the folders below
-    it. Beside a project kept right in a home, it is another folder of that home (``~/src``,
-    ``C:/Users/me/OneDrive``, ``~/Documents``) that holds any number of unrelated projects: the
-    claim is then the folder below it on ``path``'s way (``~/OneDrive/notes``), or none when
-    ``path`` lies right in it. (A home folder's own sessions claim the folders they worked in:
-    they are about anything, and a repository kept in the home is one of them.)"""
-    if not folder or not is_home_folder(folder.rsplit("/", 1)[0]):
+    """``folder`` (holding ``path``) as a claim on the folders below it. A folder right in a home
+    is a piece of work (a repository kept there) when a file lies right in it; else it is one of
+    the home's containers (a cloud drive, ``~/src``, ``~/Documents``) that hold any number of
+    unrelated projects, and the claim is the folder below it on ``path``'s way
+    (``~/OneDrive/Vault`` for ``~/OneDrive/Vault/notes/a.md``); none for a hidden one."""
+    if not folder or not is_home_folder(folder.rsplit("/", 1)[0]) or not path.startswith(folder + "/"):
         return folder
-    rest = path[len(folder) + 1:].split("/") if path.startswith(folder + "/") else []
-    if len(rest) < 2 or not rest[0] or rest[0].startswith("."):
-        return ""
-    return f"{folder}/{rest[0]}"
+    below = path[len(folder) + 1:].split("/")
+    if len(below) < 2:
+        return folder
+    return "" if below[0].startswith(".") else f"{folder}/{below[0]}"
 
 
 def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[str, object]) -> dict[str, str]:
@@ -586,7 +585,8 @@ def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[s
             cwd = redact(pa.arc.cwd).replace("\\", "/")
             for path in pa.arc.files:
                 slashed = redact(path).replace("\\", "/")
-                for folder in (below_home_area(sibling_folder(slashed, cwd), slashed), *work_folders(slashed, cwd)):
+                for found in (sibling_folder(slashed, cwd), *work_folders(slashed, cwd)):
+                    folder = below_home_area(found, slashed)
                     if folder and folder not in roots:
                         seen.setdefault((folder, project), set()).add(path)
     best: dict[str, tuple[int, str]] = {}
