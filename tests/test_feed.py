@@ -160,7 +160,7 @@ def test_the_index_names_the_folders_each_project_worked_on_from_beside_them() -
     home = {"docs": [arc("C:\\Users\\me\\docs", "C:/Users/me/OneDrive/Vault/notes/a.md", "C:/Users/me/OneDrive/Vault/b.md",
                          "C:/Users/me/OneDrive/.cache/c.md", "C:/Users/me/OneDrive/.cache/d.md")],
             "tool": [arc("/home/me/tool", "/home/me/src/app/x.py", "/home/me/src/app/lib/y.py")],
-            "me": [arc("/home/me", "/home/me/Documents/site/a.md", "/home/me/Documents/site/b/c.md",
+            "me": [arc("/home/me", "Documents/site/a.md", "Documents/site/b/c.md",
                        "/home/me/M-Claude/CLAUDE.md", "/home/me/M-Claude/notes.md")]}
     assert touched_folders(home, {"C:/Users/me/docs": "docs", "/home/me/tool": "tool", "/home/me": "me"}) == {
         "/home/me/Documents/site": "me", "/home/me/M-Claude": "me", "/home/me/src/app": "tool",

@@ -559,10 +559,10 @@ def work_folders(path: str, cwd: str) -> list[str]:
 
 
 def below_home_area(folder: str, path: str) -> str:
-    """``folder`` (holding ``path``) as a claim on the folders below it. A folder right in a home
-    is a piece of work (a repository kept there) when a file lies right in it; else it is one of
-    the home's containers (a cloud drive, ``~/src``, ``~/Documents``) that hold any number of
-    unrelated projects, and the claim is the folder below it on ``path``'s way
+    """``folder`` (holding ``path``, absolute) as a claim on the folders below it. A folder right
+    in a home is a piece of work (a repository kept there) when a file lies right in it; else it
+    is one of the home's containers (a cloud drive, ``~/src``, ``~/Documents``) that hold any
+    number of unrelated projects, and the claim is the folder below it on ``path``'s way
     (``~/OneDrive/Vault`` for ``~/OneDrive/Vault/notes/a.md``); none for a hidden one."""
     if not folder or not is_home_folder(folder.rsplit("/", 1)[0]) or not path.startswith(folder + "/"):
         return folder
@@ -585,8 +585,9 @@ def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[s
             cwd = redact(pa.arc.cwd).replace("\\", "/")
             for path in pa.arc.files:
                 slashed = redact(path).replace("\\", "/")
+                full = slashed if ABSOLUTE_PATH.match(slashed) else f"{cwd.rstrip('/')}/{slashed}"
                 for found in (sibling_folder(slashed, cwd), *work_folders(slashed, cwd)):
-                    folder = below_home_area(found, slashed)
+                    folder = below_home_area(found, full)
                     if folder and folder not in roots:
                         seen.setdefault((folder, project), set()).add(path)
     best: dict[str, tuple[int, str]] = {}
