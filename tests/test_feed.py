@@ -158,13 +158,17 @@ def test_the_index_names_the_folders_each_project_worked_on_from_beside_them() -
     # sessions worked in, whether from beside it or from the home itself. One with files of its
     # own is a repository kept in the home, claimed as it is.
     home = {"docs": [arc("C:\\Users\\me\\docs", "C:/Users/me/OneDrive/Vault/notes/a.md", "C:/Users/me/OneDrive/Vault/b.md",
-                         "C:/Users/me/OneDrive/.cache/c.md", "C:/Users/me/OneDrive/.cache/d.md")],
+                         "C:/Users/me/kit/.claude/c.md", "C:/Users/me/kit/.claude/d.md")],
+            # another user's home beside this one's: never claimed itself, only the work below it
+            "cfg": [arc("C:\\Users\\you\\.claude", "C:/Users/me/e.md", "C:/Users/me/f.md", "C:/Users/me/site/g.md",
+                        "C:/Users/me/site/h.md")],
             "tool": [arc("/home/me/tool", "/home/me/src/app/x.py", "/home/me/src/app/lib/y.py")],
             "me": [arc("/home/me", "Documents/site/a.md", "Documents/site/b/c.md",
                        "/home/me/M-Claude/CLAUDE.md", "/home/me/M-Claude/notes.md")]}
-    assert touched_folders(home, {"C:/Users/me/docs": "docs", "/home/me/tool": "tool", "/home/me": "me"}) == {
+    assert touched_folders(home, {"C:/Users/me/docs": "docs", "/home/me/tool": "tool", "/home/me": "me",
+                                  "C:/Users/you/.claude": "cfg"}) == {
         "/home/me/Documents/site": "me", "/home/me/M-Claude": "me", "/home/me/src/app": "tool",
-        "C:/Users/me/OneDrive/Vault": "docs"}
+        "C:/Users/me/OneDrive/Vault": "docs", "C:/Users/me/kit": "docs", "C:/Users/me/site": "cfg"}
 
 
 def test_scripted_one_shot_runs_rank_below_real_work(vault: Path) -> None:

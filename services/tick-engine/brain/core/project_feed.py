@@ -559,17 +559,21 @@ def work_folders(path: str, cwd: str) -> list[str]:
 
 
 def below_home_area(folder: str, path: str) -> str:
-    """``folder`` (holding ``path``, absolute) as a claim on the folders below it. A folder right
-    in a home is a piece of work (a repository kept there) when a file lies right in it; else it
-    is one of the home's containers (a cloud drive, ``~/src``, ``~/Documents``) that hold any
-    number of unrelated projects, and the claim is the folder below it on ``path``'s way
-    (``~/OneDrive/Vault`` for ``~/OneDrive/Vault/notes/a.md``); none for a hidden one."""
-    if not folder or not is_home_folder(folder.rsplit("/", 1)[0]) or not path.startswith(folder + "/"):
-        return folder
-    below = path[len(folder) + 1:].split("/")
-    if len(below) < 2:
-        return folder
-    return "" if below[0].startswith(".") else f"{folder}/{below[0]}"
+    """``folder`` (holding ``path``, absolute) as a claim on the folders below it. A home (another
+    user's, beside this one's) holds sessions about anything, and a folder right in a home holds
+    any number of unrelated projects (a cloud drive, ``~/src``, ``~/Documents``) unless a file
+    lies right in it or in a hidden folder of its own (a repository kept there): for those the
+    claim is the folder below them on ``path``'s way (``~/OneDrive/Vault`` for
+    ``~/OneDrive/Vault/notes/a.md``); a home itself is never claimed."""
+    while folder and path.startswith(folder + "/"):
+        home = is_home_folder(folder)
+        if not home and not is_home_folder(folder.rsplit("/", 1)[0]):
+            break
+        below = path[len(folder) + 1:].split("/")
+        if len(below) < 2 or below[0].startswith("."):
+            return "" if home else folder
+        folder = f"{folder}/{below[0]}"
+    return folder
 
 
 def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[str, object]) -> dict[str, str]:
