@@ -117,6 +117,8 @@ def test_index_maps_projects_and_recorded_cwds(vault: Path) -> None:
     run_tick_json(vault)
     index = json.loads((vault / "brain-feed/projects/index.json").read_text())
     assert index["projects"]["alpha"]["file"] == "projects/alpha.md"
+    # the newest arc, the one-shot "Reply with HELLO" run listed after real work too: the vault holds it
+    assert index["projects"]["alpha"]["last_active"] == "2026-11-21T11:00:20Z"
     assert index["roots"] == {"/home/u/src/alpha": "alpha", "/home/u/src/alpha/lib": "alpha", "/srv/beta": "beta"}
     assert index["generated"] == "2026-11-21T12:00:00Z" and index["ttl"] == 7200
 

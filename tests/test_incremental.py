@@ -181,6 +181,17 @@ def _quiet_vault(vault: Path) -> None:
                     "Run `uv run pytest -x` first.\n<!-- @/inject -->\n"))
     write_arc(vault, "clusters/2026-11-20", "2026-11-20-noise", title="Reply HELLO", extra={"project": "beta"},
               created=iso(t0 - timedelta(hours=3)), last_active=iso(t0 - timedelta(hours=3, seconds=-20)))
+    # A project long cold whose newest arc is a one-shot run with no cwd: listed after its 21 real
+    # arcs, past the feed files' window, yet the index's last_active is its own.
+    one_turn = {"sessions": 1, "user_turns": 1, "tool_calls": 1, "errors": 0, "joy": 0, "compactions": 0}
+    for i in range(21):
+        last = t0 - timedelta(days=60, hours=i)
+        write_arc(vault, "frontal-lobe/unconscious", f"2026-09-20-eps-{i:02d}", title=f"eps {i}", status="paused",
+                  created=iso(last - timedelta(hours=1)), last_active=iso(last), tool_calls=0,
+                  extra={"project": "eps", "cwd": "/work/eps"})
+    write_arc(vault, "frontal-lobe/unconscious", "2026-09-21-eps-ping", title="Reply OK", status="paused",
+              created=iso(t0 - timedelta(days=59)), last_active=iso(t0 - timedelta(days=59, seconds=-20)),
+              extra={"project": "eps", "activity": one_turn})
     write_arc(vault, "clusters/2026-11-20", "2026-11-20-baddate", extra={"project": "beta"},
               created="9999-12-31T00:00:00Z", last_active="9999-12-31T00:00:00Z")
     (vault / "notes").mkdir(exist_ok=True)

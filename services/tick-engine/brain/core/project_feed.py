@@ -318,11 +318,14 @@ def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> tuple
 
 def shown_arcs(by_project: Mapping[str, list[ProjectArc]]) -> set[str]:
     """The cluster_ids the project files, their index and ``recent-work.md`` can read: each
-    project's first :data:`SHOWN_ARCS`, and for each recorded ``cwd`` its latest arcs."""
+    project's first :data:`SHOWN_ARCS` and its newest arcs (a one-shot run sorts after real
+    work: the index's ``last_active``), and for each recorded ``cwd`` its latest arcs."""
     shown: set[str] = set()
     latest: dict[str, tuple[datetime, list[str]]] = {}
     for arcs in by_project.values():
         shown.update(pa.arc.cluster_id for pa in arcs[:SHOWN_ARCS])
+        newest = max((pa.last_active for pa in arcs), default=None)
+        shown.update(pa.arc.cluster_id for pa in arcs if pa.last_active == newest)
         for pa in arcs:
             if pa.arc.cwd:
                 known = latest.get(pa.arc.cwd)
@@ -617,7 +620,9 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
         "generated": iso(now),
         "ttl": s.feed_ttl_seconds,
         "projects": {
-            project: {"file": names[project], "last_active": iso(by_project[project][0].last_active)}
+            # The newest arc, a one-shot run's too (they sort after real work): what the hook
+            # compares a just-ended session's end with, to know the vault holds it.
+            project: {"file": names[project], "last_active": iso(max(pa.last_active for pa in by_project[project]))}
             for project in sorted(names)
         },
         "roots": {cwd: roots[cwd][1] for cwd in sorted(roots)},
