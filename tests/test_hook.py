@@ -510,6 +510,24 @@ def test_a_home_folder_claims_only_the_folders_its_sessions_worked_in() -> None:
     assert hook.match_project(index, "/mnt/ann/x") == ("ann", hook.NAME)  # outside her home, a name still names
 
 
+def test_a_folder_of_projects_claims_no_new_folder_in_it() -> None:
+    # One session once started in ~/work, above the repositories the other sessions ran in: a
+    # new folder there is no longer that session's project; names still match (libnn_baseline is
+    # libnn's), and a monorepo with one package of its own sessions still claims its folders.
+    index = hook.ProjectIndex(
+        files={"work": "projects/work.md", "libnn": "projects/libnn.md", "sim": "projects/sim.md",
+               "mono": "projects/mono.md", "app": "projects/app.md"},
+        roots={"/home/n/work": "work", "/home/n/work/libnn": "libnn", "/home/n/work/sim": "sim",
+               "/w/mono": "mono", "/w/mono/packages/app": "app"},
+        generated=None, ttl=None,
+    )
+    assert hook.match_project(index, "/home/n/work") == ("work", hook.ROOT)  # the folder itself
+    assert hook.match_project(index, "/home/n/work/libnn/src") == ("libnn", hook.ROOT)
+    assert hook.match_project(index, "/home/n/work/libnn_baseline") == ("libnn", hook.NAME)
+    assert hook.match_project(index, "/home/n/work/Alioth") is None
+    assert hook.match_project(index, "/w/mono/packages/lib") == ("mono", hook.ROOT)
+
+
 def test_a_folder_named_like_one_a_project_worked_in_elsewhere_gets_that_projects_feed(projects: Path) -> None:
     # The only sessions on M-Claude ran in the home folder (project "ann") and worked in
     # /home/ann/M-Claude. A session on another machine, in a worktree app's folder of it or a

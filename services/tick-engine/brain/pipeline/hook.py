@@ -288,6 +288,21 @@ def _deepest(folders: Mapping[str, str], path: str,
     return best
 
 
+#: A recorded root with the roots of this many other projects below it is a folder of projects.
+HELD_PROJECTS = 2
+
+
+def holds_projects(roots: Mapping[str, str], root: str) -> bool:
+    """``root`` holds the recorded roots of :data:`HELD_PROJECTS` other projects or more
+    (``~/work`` where one session started, above ``~/work/libnn`` and ``~/work/sim``): a new
+    folder in it (``~/work/libnn_baseline``) is not that session's project. A monorepo whose
+    one package has sessions of its own still claims its other folders."""
+    own = roots.get(root)
+    below = root.rstrip("/") + "/"
+    return len({project for folder, project in roots.items()
+                if project != own and folder.startswith(below)}) >= HELD_PROJECTS
+
+
 def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | None:
     """The project a session in ``cwd`` belongs to: the recorded cwd itself, else the deepest
     recorded root it lies under (a sub-folder, a worktree inside the repository) unless a folder
@@ -297,8 +312,8 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     that starts with a project's name and a separator (``<repo>-<branch>``). Before the names, a
     folder at the same place in another home as a recorded cwd (:func:`~brain.core.project.in_home`:
     the operator's other machine) gets that cwd's project. A home folder
-    (:func:`~brain.core.project.is_home_folder`) claims only the folders its sessions worked in,
-    and its user name names no project. A root or a Windows system folder
+    (:func:`~brain.core.project.is_home_folder`) and a folder of projects (:func:`holds_projects`)
+    claim only the folders their sessions worked in, and a home's user name names no project. A root or a Windows system folder
     (:func:`~brain.core.project.is_system_folder`) is no project's: a session started there
     gets the recent work across projects.
 
@@ -315,9 +330,11 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     path = normal_path(cwd)
     if is_system_folder(path):
         return None
-    # A home folder's sessions are about anything: it claims the folders below it where they
-    # worked (``touched``), not every folder below it.
-    recorded = _deepest(index.roots, path, claims=lambda root: not is_home_folder(root))
+    # A home folder's sessions are about anything, and a folder holding other projects' roots is
+    # a folder of projects: each claims the folders below it where its sessions worked
+    # (``touched``), not every folder below it.
+    recorded = _deepest(index.roots, path,
+                        claims=lambda root: not is_home_folder(root) and not holds_projects(index.roots, root))
     touched = _deepest(index.touched, path)
     if recorded is not None:
         if touched is not None and touched[0] > recorded[0] and touched[1] != recorded[1]:
@@ -336,7 +353,9 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         elsewhere: dict[str, set[str]] = {}
         for root, project in index.roots.items():
             other = in_home(root)
-            if other is not None and (place == other or place.startswith(other + "/")):
+            # below it, unless it is a folder of projects (then it names none of the folders in it)
+            if other is not None and (place == other or (place.startswith(other + "/")
+                                                         and not holds_projects(index.roots, root))):
                 elsewhere.setdefault(other, set()).add(project)
         if elsewhere:
             same = elsewhere[max(elsewhere, key=len)]
@@ -345,7 +364,11 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     by_name = {name.lower(): name for name in index.files}
     parts = path.split("/")
     home = next((i + 1 for i in range(len(parts)) if is_home_folder("/".join(parts[:i + 1]))), 0)
-    components = [c.lower() for c in reversed(parts[home:]) if c.lower() not in GENERIC_COMPONENTS]
+    # A folder of projects above the cwd names none of the folders in it (``~/work``, where one
+    # session started, is not ``~/work/libnn_baseline``'s project).
+    components = [parts[i].lower() for i in reversed(range(home, len(parts)))
+                  if parts[i].lower() not in GENERIC_COMPONENTS
+                  and not (i < len(parts) - 1 and holds_projects(index.roots, "/".join(parts[:i + 1])))]
     for component in components:
         found = by_name.get(component)
         if found is not None:
