@@ -120,6 +120,7 @@ def test_index_maps_projects_and_recorded_cwds(vault: Path) -> None:
     # the newest arc, the one-shot "Reply with HELLO" run listed after real work too: the vault holds it
     assert index["projects"]["alpha"]["last_active"] == "2026-11-21T11:00:20Z"
     assert index["roots"] == {"/home/u/src/alpha": "alpha", "/home/u/src/alpha/lib": "alpha", "/srv/beta": "beta"}
+    assert index["holders"] == []
     assert index["generated"] == "2026-11-21T12:00:00Z" and index["ttl"] == 7200
 
 
@@ -134,6 +135,49 @@ def test_folders_a_project_worked_on_from_beside_them_are_indexed() -> None:
     assert sibling_folder("C:/Users/me/.claude/memory/MEMORY.md", "X:/acg/Odoo_Docs") == ""  # another drive
     assert sibling_folder("/home/u/.claude/projects/x/MEMORY.md", "/home/u/app") == ""  # a hidden folder
     assert sibling_folder("/w/src/notes.md", "/w/src/docs") == ""  # a file, not a folder, beside the repo
+
+
+def test_the_index_names_the_folders_of_projects() -> None:
+    from brain.core.project_feed import folders_of_projects
+
+    roots = {"/home/n/work": "work", "/home/n/work/libnn": "libnn", "/home/n/work/sim": "sim",
+             "/home/n/work/sim/docs": "sim", "/w/mono": "mono", "/w/mono/packages": "packages",
+             "/w/mono/packages/app": "app", "/srv/a": "a", "/srv/a/b": "b"}
+    # ~/work holds two other projects and no session there was on a branch; a repository (its
+    # latest session on a branch) holds its packages' projects but stays one; one other is not two
+    assert folders_of_projects(roots, {"/w/mono", "/home/n/work/libnn"}) == ["/home/n/work"]
+    assert folders_of_projects(roots, set()) == ["/home/n/work", "/w/mono"]
+
+
+def test_a_session_in_a_new_folder_of_a_folder_of_projects_gets_the_project_its_name_names(vault: Path) -> None:
+    """Ticked, then asked as Claude Code asks: a session once started in ~/work (no branch) does
+    not make ~/work/libnn_baseline its project; a repository's new folder stays the repository's."""
+    from typer.testing import CliRunner
+
+    from brain.cli import app
+
+    for cid, project, cwd, branch in (("2026-11-20-work-0123456789c1", "work", "/home/n/work", None),
+                                      ("2026-11-20-libnn-0123456789c2", "libnn", "/home/n/work/libnn", "main"),
+                                      ("2026-11-20-sim-0123456789c3", "sim", "/home/n/work/sim", "main")):
+        write_arc(vault, "clusters/2026-11-20", cid, title=f"{project} work",
+                  extra=work(cwd=cwd, branch=branch, files=[f"{project}.c"], last_prompt=f"tune {project}",
+                             project=project))
+    code, _ = run_tick_json(vault)
+    assert code == 0
+    index = json.loads((vault / "brain-feed/projects/index.json").read_text())
+    assert index["holders"] == ["/home/n/work"]
+
+    def first_line(cwd: str) -> str:
+        result = CliRunner().invoke(app, ["hook", "session-start", "--brain-feed", str(vault / "brain-feed"),
+                                          "--format", "text"], input=json.dumps({"session_id": "x", "cwd": cwd}),
+                                    env={"BRAIN_NOW": "2026-11-21T12:30:00Z"})
+        assert result.exit_code == 0, result.stderr
+        return result.stdout.split("\n", 1)[0]
+
+    assert first_line("/home/n/work/libnn_baseline").startswith("# This folder (`libnn_baseline`) looks like")
+    assert "`libnn`" in first_line("/home/n/work/libnn_baseline")
+    assert first_line("/home/n/work/Alioth").startswith("# `Alioth` is new")
+    assert first_line("/home/n/work/libnn/tests") == "# libnn: where we left off"
 
 
 def test_the_index_names_the_folders_each_project_worked_on_from_beside_them() -> None:

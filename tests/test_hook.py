@@ -511,15 +511,15 @@ def test_a_home_folder_claims_only_the_folders_its_sessions_worked_in() -> None:
 
 
 def test_a_folder_of_projects_claims_no_new_folder_in_it() -> None:
-    # One session once started in ~/work, above the repositories the other sessions ran in: a
-    # new folder there is no longer that session's project; names still match (libnn_baseline is
-    # libnn's), and a monorepo with one package of its own sessions still claims its folders.
+    # One session once started in ~/work, above the repositories the other sessions ran in (the
+    # index's holders): a new folder there is not that session's project, by place or by name
+    # (libnn_baseline is libnn's); a repository still claims its folders.
     index = hook.ProjectIndex(
         files={"work": "projects/work.md", "libnn": "projects/libnn.md", "sim": "projects/sim.md",
                "mono": "projects/mono.md", "app": "projects/app.md"},
         roots={"/home/n/work": "work", "/home/n/work/libnn": "libnn", "/home/n/work/sim": "sim",
                "/w/mono": "mono", "/w/mono/packages/app": "app"},
-        generated=None, ttl=None,
+        generated=None, ttl=None, holders=frozenset({"/home/n/work"}),
     )
     assert hook.match_project(index, "/home/n/work") == ("work", hook.ROOT)  # the folder itself
     assert hook.match_project(index, "/home/n/work/libnn/src") == ("libnn", hook.ROOT)

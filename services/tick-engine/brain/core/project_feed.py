@@ -604,17 +604,47 @@ def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[s
     return {folder: best[folder][1] for folder in sorted(best)}
 
 
+#: A recorded cwd with the recorded cwds of this many other projects below it can be a folder of projects.
+HELD_PROJECTS = 2
+
+
+def folders_of_projects(roots: Mapping[str, str], branched: set[str]) -> list[str]:
+    """Recorded cwds (``roots``: cwd -> project) that are folders of projects, not one: the
+    cwds of :data:`HELD_PROJECTS` other projects or more lie below it (``~/work`` where one
+    session started, above ``~/work/libnn`` and ``~/work/sim``) and its latest session there was
+    on no git branch (``branched``): a repository's folders are its own, its packages' sessions
+    aside.
+    A new folder in one (``~/work/libnn_baseline``) is not that session's project."""
+    out = []
+    for root, project in roots.items():
+        if root in branched:
+            continue
+        below = root.rstrip("/") + "/"
+        if len({other for folder, other in roots.items() if other != project and folder.startswith(below)}) \
+                >= HELD_PROJECTS:
+            out.append(root)
+    return sorted(out)
+
+
 def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectArc]], now: datetime,
                s: Settings, date: str) -> FeedFile:
     """``projects/index.json``: project -> file, recorded cwd -> project, folders a project's
     sessions worked in from beside them -> project, and when it was built."""
     roots: dict[str, tuple[datetime, str]] = {}
+    on_branch: dict[str, tuple[datetime, bool]] = {}  # cwd -> its latest arcs' time, whether one was on a branch
     for project, arcs in by_project.items():
         for pa in arcs:
             if pa.arc.cwd:
                 cwd = redact(pa.arc.cwd).replace("\\", "/").rstrip("/") or "/"
                 if cwd not in roots or roots[cwd] < (pa.last_active, project):  # a tie: one answer, any order
                     roots[cwd] = (pa.last_active, project)
+                # the latest arcs only, those a quiet tick reads too (:func:`shown_arcs`)
+                known = on_branch.get(cwd)
+                if known is None or known[0] < pa.last_active:
+                    on_branch[cwd] = (pa.last_active, bool(pa.arc.branch))
+                elif known[0] == pa.last_active and pa.arc.branch:
+                    on_branch[cwd] = (known[0], True)
+    branched = {cwd for cwd, (_, branch) in on_branch.items() if branch}
     data = {
         "version": INDEX_VERSION,
         "generated": iso(now),
@@ -626,6 +656,7 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
             for project in sorted(names)
         },
         "roots": {cwd: roots[cwd][1] for cwd in sorted(roots)},
+        "holders": folders_of_projects({cwd: found[1] for cwd, found in roots.items()}, branched),
         "touched": touched_folders(by_project, roots),
     }
     text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"

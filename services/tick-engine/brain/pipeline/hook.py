@@ -172,6 +172,7 @@ class ProjectIndex(NamedTuple):
     ttl: int | None
     touched: Mapping[str, str] = MappingProxyType({})  # folder worked on from beside it -> project
     last_active: Mapping[str, str] = MappingProxyType({})  # project -> its latest arc's last activity
+    holders: frozenset[str] = frozenset()  # recorded cwds that are folders of projects (``~/work``)
 
 
 def load_index(folder: Path) -> ProjectIndex | None:
@@ -199,6 +200,7 @@ def load_index(folder: Path) -> ProjectIndex | None:
         for name, entry in (projects.items() if isinstance(projects, dict) else ())
         if isinstance(entry, dict) and isinstance(entry.get("last_active"), str)
     }
+    holders = data.get("holders")
     return ProjectIndex(
         files,
         clean_roots,
@@ -206,6 +208,7 @@ def load_index(folder: Path) -> ProjectIndex | None:
         ttl if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else None,
         clean_touched,
         last_active,
+        frozenset(str(root) for root in holders if isinstance(root, str)) if isinstance(holders, list) else frozenset(),
     )
 
 
@@ -288,21 +291,6 @@ def _deepest(folders: Mapping[str, str], path: str,
     return best
 
 
-#: A recorded root with the roots of this many other projects below it is a folder of projects.
-HELD_PROJECTS = 2
-
-
-def holds_projects(roots: Mapping[str, str], root: str) -> bool:
-    """``root`` holds the recorded roots of :data:`HELD_PROJECTS` other projects or more
-    (``~/work`` where one session started, above ``~/work/libnn`` and ``~/work/sim``): a new
-    folder in it (``~/work/libnn_baseline``) is not that session's project. A monorepo whose
-    one package has sessions of its own still claims its other folders."""
-    own = roots.get(root)
-    below = root.rstrip("/") + "/"
-    return len({project for folder, project in roots.items()
-                if project != own and folder.startswith(below)}) >= HELD_PROJECTS
-
-
 def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | None:
     """The project a session in ``cwd`` belongs to: the recorded cwd itself, else the deepest
     recorded root it lies under (a sub-folder, a worktree inside the repository) unless a folder
@@ -312,8 +300,8 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     that starts with a project's name and a separator (``<repo>-<branch>``). Before the names, a
     folder at the same place in another home as a recorded cwd (:func:`~brain.core.project.in_home`:
     the operator's other machine) gets that cwd's project. A home folder
-    (:func:`~brain.core.project.is_home_folder`) and a folder of projects (:func:`holds_projects`)
-    claim only the folders their sessions worked in, and a home's user name names no project. A root or a Windows system folder
+    (:func:`~brain.core.project.is_home_folder`) and a folder of projects (the index's ``holders``:
+    :func:`~brain.core.project_feed.folders_of_projects`) claim only the folders their sessions worked in, and a home's user name names no project. A root or a Windows system folder
     (:func:`~brain.core.project.is_system_folder`) is no project's: a session started there
     gets the recent work across projects.
 
@@ -334,7 +322,7 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     # a folder of projects: each claims the folders below it where its sessions worked
     # (``touched``), not every folder below it.
     recorded = _deepest(index.roots, path,
-                        claims=lambda root: not is_home_folder(root) and not holds_projects(index.roots, root))
+                        claims=lambda root: not is_home_folder(root) and root not in index.holders)
     touched = _deepest(index.touched, path)
     if recorded is not None:
         if touched is not None and touched[0] > recorded[0] and touched[1] != recorded[1]:
@@ -355,7 +343,7 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
             other = in_home(root)
             # below it, unless it is a folder of projects (then it names none of the folders in it)
             if other is not None and (place == other or (place.startswith(other + "/")
-                                                         and not holds_projects(index.roots, root))):
+                                                         and root not in index.holders)):
                 elsewhere.setdefault(other, set()).add(project)
         if elsewhere:
             same = elsewhere[max(elsewhere, key=len)]
@@ -368,7 +356,7 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     # session started, is not ``~/work/libnn_baseline``'s project).
     components = [parts[i].lower() for i in reversed(range(home, len(parts)))
                   if parts[i].lower() not in GENERIC_COMPONENTS
-                  and not (i < len(parts) - 1 and holds_projects(index.roots, "/".join(parts[:i + 1])))]
+                  and not (i < len(parts) - 1 and "/".join(parts[:i + 1]) in index.holders)]
     for component in components:
         found = by_name.get(component)
         if found is not None:
