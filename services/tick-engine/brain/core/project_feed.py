@@ -26,6 +26,7 @@ that session) with the shared cut of :mod:`brain.core.feed_file`.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -611,25 +612,31 @@ HELD_PROJECTS = 2
 def folders_of_projects(roots: Mapping[str, str], branched: set[str]) -> list[str]:
     """Recorded cwds (``roots``: cwd -> project) that are folders of projects, not one: the
     cwds of :data:`HELD_PROJECTS` other projects or more lie below it (``~/work`` where one
-    session started, above ``~/work/libnn`` and ``~/work/sim``) and its latest session there was
-    on no git branch (``branched``): a repository's folders are its own, its packages' sessions
-    aside.
-    A new folder in one (``~/work/libnn_baseline``) is not that session's project."""
+    session started, above ``~/work/libnn`` and ``~/work/sim``), and its latest session there
+    was on no git branch (``branched``: a repository's folders are its own, whatever its
+    packages' sessions). A new folder in one (``~/work/libnn_baseline``) is not its project."""
+    ordered = sorted(roots)
     out = []
-    for root, project in roots.items():
+    for root in ordered:
         if root in branched:
             continue
         below = root.rstrip("/") + "/"
-        if len({other for folder, other in roots.items() if other != project and folder.startswith(below)}) \
-                >= HELD_PROJECTS:
-            out.append(root)
-    return sorted(out)
+        others: set[str] = set()
+        # the cwds below it, one run of the sorted list ("/" + 1 is "0")
+        for folder in ordered[bisect.bisect_left(ordered, below):bisect.bisect_left(ordered, below[:-1] + "0")]:
+            if roots[folder] != roots[root]:
+                others.add(roots[folder])
+                if len(others) >= HELD_PROJECTS:
+                    out.append(root)
+                    break
+    return out
 
 
 def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectArc]], now: datetime,
                s: Settings, date: str) -> FeedFile:
-    """``projects/index.json``: project -> file, recorded cwd -> project, folders a project's
-    sessions worked in from beside them -> project, and when it was built."""
+    """``projects/index.json``: project -> file and newest activity, recorded cwd -> project,
+    the recorded cwds that are folders of projects, folders a project's sessions worked in from
+    beside them -> project, and when it was built."""
     roots: dict[str, tuple[datetime, str]] = {}
     on_branch: dict[str, tuple[datetime, bool]] = {}  # cwd -> its latest arcs' time, whether one was on a branch
     for project, arcs in by_project.items():

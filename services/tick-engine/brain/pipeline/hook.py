@@ -300,10 +300,11 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     that starts with a project's name and a separator (``<repo>-<branch>``). Before the names, a
     folder at the same place in another home as a recorded cwd (:func:`~brain.core.project.in_home`:
     the operator's other machine) gets that cwd's project. A home folder
-    (:func:`~brain.core.project.is_home_folder`) and a folder of projects (the index's ``holders``:
-    :func:`~brain.core.project_feed.folders_of_projects`) claim only the folders their sessions worked in, and a home's user name names no project. A root or a Windows system folder
-    (:func:`~brain.core.project.is_system_folder`) is no project's: a session started there
-    gets the recent work across projects.
+    (:func:`~brain.core.project.is_home_folder`) and a folder of projects (the index's
+    ``holders``: :func:`~brain.core.project_feed.folders_of_projects`) claim only the folders
+    their sessions worked in, and a home's user name names no project. A root or a Windows
+    system folder (:func:`~brain.core.project.is_system_folder`) is no project's: a session
+    started there gets the recent work across projects.
 
     A session whose own project name (:func:`~brain.core.project.project_name`: a worktree's is
     its repository's) is the name of a folder only one project's sessions worked in
