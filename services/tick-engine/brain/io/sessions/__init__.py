@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -50,6 +51,7 @@ __all__ = [
     "project_name",
     "read_file",
     "read_transcript",
+    "regular_file",
     "relative_file",
     "top_tools",
 ]
@@ -462,6 +464,14 @@ def register(reader: SessionReader) -> SessionReader:
     """Add a format to the registry (each format module calls this once, at import)."""
     READERS[reader.agent] = reader
     return reader
+
+
+def regular_file(path: Path) -> bool:
+    """A regular file, not a link: never a FIFO, which opening would wait on for a writer."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def read_transcript(path: Path, until: str | None, cwd: str | None) -> Session | None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -57,6 +56,7 @@ from brain.io.sessions import (
     one_line,
     project_name,
     register,
+    regular_file,
     relative_file,
     session_cwd,
     time_key,
@@ -544,16 +544,8 @@ def _subagent_files(session_dir: Path) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         found.extend(Path(dirpath) / name for name in sorted(filenames)
-                     if name.startswith("agent-") and name.endswith(".jsonl") and _regular(Path(dirpath) / name))
+                     if name.startswith("agent-") and name.endswith(".jsonl") and regular_file(Path(dirpath) / name))
     return found
-
-
-def _regular(path: Path) -> bool:
-    """A regular file, not a link: never a FIFO, which opening would wait on for a writer."""
-    try:
-        return stat.S_ISREG(path.lstat().st_mode)
-    except OSError:
-        return False
 
 
 def read(plans: list[_FolderPlan], stats: ReadStats, progress: Progress | None = None,
@@ -602,7 +594,7 @@ def read_one(path: Path, *, until: str | None = None) -> Session | None:
     stamped after ``until`` dropped); None when it is not a regular file or holds no conversation.
     The session-end hook's reader: the folder's other files are not read, so the records a
     resumed session replays from the one it continues are not told apart."""
-    if not _regular(path):
+    if not regular_file(path):
         return None
     stats = ReadStats()
     main = _MainSession(session_id=path.stem)

@@ -63,6 +63,7 @@ from brain.io.sessions import (
     one_line,
     project_name,
     register,
+    regular_file,
     relative_file,
     skipped_record,
     time_key,
@@ -717,7 +718,7 @@ def read_one(path: Path, *, until: str | None = None, cwd: str | None = None) ->
     project's other chats and its prompt log are not read, so the project is the folder's
     ``.project_root``, else ``cwd`` (the hook input's: the chat records none), else the folder
     the recorded paths point to."""
-    if not _is_chat(path) or not path.is_file() or path.is_symlink():
+    if not _is_chat(path) or not regular_file(path):
         return None  # never a FIFO, which opening would wait on for a writer
     stats = ReadStats()
     chat, counters = _read_main(path, stats, until)
