@@ -111,6 +111,35 @@ def test_refresh_reads_only_the_changed_files(small: Path) -> None:
     assert index.search(small, "invoices") == []
 
 
+def test_a_refresh_in_several_batches_drops_each_old_row_before_its_new_one(small: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Old rows go in bulk before each batch of new ones is written: with one file a batch, every
+    edited file keeps exactly its new rows (an old row dropped after the new ones went in would take
+    them too), and the index holds what a rebuild of the same files holds."""
+    build(small)
+    monkeypatch.setattr(index, "FLUSH_FILES", 1)
+    edited = sorted(small.glob("clusters/*/*.md"))[:2]
+    assert len(edited) == 2
+    for path in edited:
+        path.write_text(path.read_text() + "\nNarwhal sightings logged.\n")
+    stats = index.refresh(small, notes(small), [p.relative_to(small).as_posix() for p in edited], [])
+    assert stats.files_read == 2 and not stats.rebuilt
+    found = {hit.path for hit in index.search(small, "narwhal", limit=10)}
+    assert found == {p.relative_to(small).as_posix() for p in edited}
+
+    def rows(vault: Path) -> list[tuple[str, int]]:
+        with sqlite3.connect(index.db_path(vault)) as conn:
+            return conn.execute("SELECT path, count(*) FROM docs GROUP BY path ORDER BY path").fetchall()
+
+    def fts_rows(vault: Path) -> int:
+        with sqlite3.connect(index.db_path(vault)) as conn:
+            return int(conn.execute("SELECT count(*) FROM fts").fetchone()[0])
+
+    refreshed, refreshed_fts = rows(small), fts_rows(small)
+    index.rebuild(small, notes(small))
+    assert (refreshed, refreshed_fts) == (rows(small), fts_rows(small))
+
+
 def test_sync_works_out_the_change_by_content_hash(small: Path) -> None:
     build(small)
     write_arc(small, "clusters/2026-11-21", "2026-11-21-new-333333333333", body="Brand new walrus.\n")

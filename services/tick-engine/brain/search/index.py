@@ -341,10 +341,18 @@ class _Batch:
         self.docs, self.fts, self.files = [], [], []
 
 
-def _forget(conn: sqlite3.Connection, rel: str) -> None:
-    conn.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE path = ?)", (rel,))
-    conn.execute("DELETE FROM docs WHERE path = ?", (rel,))
-    conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+def _forget(conn: sqlite3.Connection, paths: Iterable[str]) -> None:
+    """Drop every row of ``paths``, a few hundred paths a statement. FTS5 rows go by rowid, one
+    statement each: it plans ``rowid IN (SELECT …)`` as a scan of the whole table (1 ms a file on
+    10 000 arcs)."""
+    wanted = sorted(set(paths))
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        conn.executemany("DELETE FROM fts WHERE rowid = ?",
+                         conn.execute(f"SELECT id FROM docs WHERE path IN ({marks}) ORDER BY id", chunk).fetchall())
+        conn.execute(f"DELETE FROM docs WHERE path IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM files WHERE path IN ({marks})", chunk)
 
 
 def _index_files(
@@ -353,11 +361,12 @@ def _index_files(
 ) -> None:
     """Index ``paths`` as they are on disk now; ``known`` is what the index holds (path -> sha1)."""
     batch = _Batch(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM docs").fetchone()[0], [], [], [])
+    stale: list[str] = []  # rows to drop, always before the batch that replaces them is written
     for rel in sorted(set(paths)):
         if not indexed(rel) or rel not in notes:
             # The scan's view decides what is a note (never the feed folder or a dot-folder).
             if rel in known:
-                _forget(conn, rel)
+                stale.append(rel)
                 stats.files_removed += 1
             continue
         found = _note_and_text(vault, rel, notes.get(rel), max_bytes, raw)
@@ -365,7 +374,7 @@ def _index_files(
         if found is not None and known.get(rel) == found[2]:
             continue  # told it changed, but the index already holds these very bytes
         if rel in known:
-            _forget(conn, rel)
+            stale.append(rel)
         if found is None:
             stats.files_removed += 1
             continue
@@ -373,7 +382,10 @@ def _index_files(
         stats.rows_written += batch.add(rows_for(note, text))
         batch.files.append((rel, sha1))
         if len(batch.files) >= FLUSH_FILES:  # a rebuild never holds every arc's rows at once
+            _forget(conn, stale)
+            stale.clear()
             batch.flush(conn)
+    _forget(conn, stale)
     batch.flush(conn)
 
 
@@ -479,10 +491,9 @@ def refresh(
                                      (note.arc.heat or 0, note.arc.status, rel))
                         conn.execute("UPDATE files SET sha1 = ? WHERE path = ?", (note.sha1, rel))
                         changed_set.discard(rel)
-                for rel in removed_set:
-                    if rel in known:
-                        _forget(conn, rel)
-                        stats.files_removed += 1
+                gone = [rel for rel in removed_set if rel in known]
+                _forget(conn, gone)
+                stats.files_removed += len(gone)
                 _index_files(conn, vault, changed_set, by_path, stats, max_bytes, known, raw)
                 conn.execute("COMMIT")
             except BaseException:
