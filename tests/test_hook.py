@@ -684,3 +684,32 @@ def test_a_home_folder_session_gets_its_projects_feed_then_the_recent_work_acros
     assert desktop.index("# alpha: where we left off") < desktop.index("# Recent work across projects")
     elsewhere = start(projects, "/srv/ops/Desktop")  # a folder named Desktop outside a home is a project's
     assert "# beta: where we left off" in elsewhere and "# Recent work across projects" not in elsewhere
+
+
+def test_the_project_worked_on_just_before_adds_its_handoff_line(projects: Path) -> None:
+    """An operator who moves from one repository to the next often carries the same thread: the
+    handoff line of the project worked on last follows this project's feed, while that was
+    another project, less than 3 h ago and later than anything here."""
+    write_feed_file(projects, "projects/alpha.md", 50,
+                    "# alpha: where we left off\n\n- Last session (2026-11-21 09:00): importer\n\n## Used here recently\n")
+    write_feed_file(projects, "projects/beta.md", 50,
+                    "# beta: where we left off\n\n- Last session (2026-11-21 11:50): parse_history.py for the outage; "
+                    "files in play: `scripts/parse_history.py`\n- Unresolved errors: `timeout`\n")
+
+    def index_with(alpha: str, beta: str) -> None:
+        index = {**INDEX, "projects": {"alpha": {"file": "projects/alpha.md", "last_active": alpha},
+                                       "beta": {"file": "projects/beta.md", "last_active": beta},
+                                       "gone": {"file": "projects/gone.md", "last_active": "2026-11-21T12:20:00Z"}}}
+        (projects / "projects" / "index.json").write_text(json.dumps(index))
+
+    index_with("2026-11-21T09:00:00Z", "2026-11-21T11:50:00Z")
+    text = start(projects, "/home/u/src/alpha")  # at 12:30: beta ended 40 min ago, alpha at 9:00
+    assert text.index("# alpha: where we left off") < text.index("# Just before, in beta (40 min ago)")
+    assert "- Last session (2026-11-21 11:50): parse_history.py" in text
+    assert "Unresolved errors" not in text  # the one line, not beta's whole feed
+    assert "Just before" not in start(projects, "/srv/beta")  # beta is the latest work: nothing to add
+    assert "Just before" not in start(projects, "/home/u/src/new-thing")  # the global feed has the recent work
+    index_with("2026-11-21T12:00:00Z", "2026-11-21T11:50:00Z")
+    assert "Just before" not in start(projects, "/home/u/src/alpha")  # alpha itself was worked on since
+    index_with("2026-11-21T09:00:00Z", "2026-11-21T09:10:00Z")
+    assert "Just before" not in start(projects, "/home/u/src/alpha")  # beta ended over 3 h ago

@@ -528,7 +528,7 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
             project = None
         else:
             alarms = read_section(folder / ALARMS_FILE)
-            sections = [s for s in (alarms, own) if s is not None]
+            sections = [s for s in (alarms, own, just_before(folder, index, project, now)) if s is not None]
             if cwd and about_anything(normal_path(cwd)):
                 # A home folder's sessions range over every project: the recent work across
                 # projects follows, in what the budget leaves.
@@ -564,6 +564,39 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
     if not text:
         return Context("", None)
     return Context(f"{note}\n\n{text}" if note else text, project)
+
+
+#: A session that ended in another project this long before this one started, later than any
+#: here, is most likely the work this one continues: its handoff line follows this project's feed.
+JUST_BEFORE_SECONDS = 3 * 3600
+JUST_BEFORE_SECTION = "just-before"
+_HANDOFF_LINE, _HANDOFF_TITLE = "- Last session (", ": where we left off"
+
+
+def just_before(folder: Path, index: ProjectIndex, project: str, now: datetime) -> FeedSection | None:
+    """The handoff line of the project worked on last, when that is another project, less than
+    :data:`JUST_BEFORE_SECONDS` before ``now`` and later than the latest work of ``project``:
+    an operator who moves from one repository to the next often carries the same thread
+    (a script written there, run here). A project whose file is missing or has no handoff
+    line is passed over for the one before it. None: no such project."""
+    from brain.core.timeutil import parse_instant
+
+    own = parse_instant(index.last_active.get(project) or "")
+    recent = []
+    for name, text in index.last_active.items():
+        when = parse_instant(text)
+        if (name != project and name in index.files and when is not None
+                and 0 <= (now - when).total_seconds() <= JUST_BEFORE_SECONDS and (own is None or when > own)):
+            recent.append((when, name))
+    for when, name in sorted(recent, reverse=True):
+        other = read_section(folder / index.files[name])
+        lines = other.body.splitlines() if other is not None else []
+        line = next((line for line in lines if line.startswith(_HANDOFF_LINE)), None)
+        if line is not None:
+            title = lines[0].removeprefix("# ").removesuffix(_HANDOFF_TITLE)  # the name as its file prints it
+            return FeedSection(JUST_BEFORE_SECTION, 0,
+                               f"# Just before, in {title} ({_age((now - when).total_seconds())} ago)\n\n{line}")
+    return None
 
 
 def ended_section(state: Path, index: ProjectIndex | None, project: str | None, cwd: str, session_id: str | None,
