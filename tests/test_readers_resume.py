@@ -118,6 +118,26 @@ def test_a_resume_chain_continues_the_latest_link(tmp_path: Path) -> None:
     assert sessions[CHAINED].user_turns == 1 and sessions[CHAINED].files_touched == ("r2.py",)
 
 
+def test_a_resume_chain_is_read_in_the_order_its_records_were_written_whatever_the_mtimes(tmp_path: Path) -> None:
+    """A copy or a git checkout stamps files in name order: the resumed sessions' files here are
+    older on disk than the original they replay. The records say which came first, so the
+    original keeps its turns and each resumption counts only its own."""
+    folder, original, old = spotter(tmp_path)
+    pristine = by_id(run(folder.parent))
+    second = [dict(r, sessionId=RESUMED) if "sessionId" in r else r for r in old]
+    second += new_turn(RESUMED, last_uuid(old), cwd_of(old), "r1")
+    (folder / f"{RESUMED}.jsonl").write_bytes(dump(second))
+    third = [dict(r, sessionId=CHAINED) if "sessionId" in r else r for r in second]
+    (folder / f"{CHAINED}.jsonl").write_bytes(dump(third + new_turn(CHAINED, "r1-r", cwd_of(old), "r2")))
+    for stamp, path in enumerate((folder / f"{CHAINED}.jsonl", folder / f"{RESUMED}.jsonl", original)):
+        os.utime(path, (1_600_000_000 + stamp, 1_600_000_000 + stamp))  # newest work, oldest file
+    sessions = by_id(run(folder.parent))
+    assert sessions[ORIGINAL] == pristine[ORIGINAL]
+    assert sessions[RESUMED].continues == ORIGINAL and sessions[RESUMED].files_touched == ("r1.py",)
+    assert sessions[CHAINED].continues == RESUMED and sessions[CHAINED].files_touched == ("r2.py",)
+    assert sessions[CHAINED].user_turns == 1
+
+
 def test_unrelated_sessions_of_one_folder_continue_nothing() -> None:
     assert all(s.continues == "" for s in run(CLAUDE, CODEX).sessions)
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.core.session import MAX_PROMPTS, Session
+from brain.core.timeutil import parse_instant
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     DETACHED_HEAD,
@@ -431,7 +432,7 @@ def _skipped_links(stats: ReadStats, paths: list[str]) -> None:
 @dataclass
 class _FolderPlan:
     folder: Path
-    mains: list[tuple[float, Path]]  # (mtime, path), oldest first
+    mains: list[tuple[float, Path]]  # (mtime, path), oldest first by their last record (:func:`_last_stamp`)
     flat_agents: list[tuple[float, Path]]
     since_ts: float | None
     stats: dict[Path, os.stat_result] = field(default_factory=dict)
@@ -490,9 +491,35 @@ def plan(projects_dir: Path, since_ts: float | None, stats: ReadStats, cursor: C
             if cursor is not None:
                 cursor.unchanged -= len(unchanged)  # opened after all
         if mains or agents:
-            mains.sort(key=lambda item: (item[0], item[1].name))
+            # Oldest first by what the files say, not their mtimes: a copy or a git checkout
+            # stamps files in name order, and a resumed session read before the one it replays
+            # would take that one's records (and the original would vanish).
+            mains.sort(key=lambda item: (_last_stamp(item[1], item[0]), item[1].name))
             plans.append(_FolderPlan(folder, mains, agents, since_ts, infos))
     return plans
+
+
+#: How much of a transcript's end :func:`_last_stamp` reads, and the stamp it looks for (a
+#: quote inside a message is escaped in JSON, so text a prompt holds never matches).
+_TAIL_BYTES = 64 * 1024
+_STAMP = re.compile(rb'"timestamp"\s*:\s*"([^"]{10,40})"')
+
+
+def _last_stamp(path: Path, mtime: float) -> float:
+    """When a transcript's last stamped record was written (epoch seconds), read from its end;
+    ``mtime`` when it has none there or cannot be read (what the file system says instead)."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read(_TAIL_BYTES)
+    except OSError:
+        return mtime
+    for found in reversed(_STAMP.findall(tail)):
+        instant = parse_instant(found.decode("ascii", "replace"))
+        if instant is not None:
+            return instant.timestamp()
+    return mtime
 
 
 def _read(path: Path, sink: _MainSession | _Subagent, seen: dict[int, str], stats: ReadStats,
