@@ -371,6 +371,21 @@ def test_a_same_size_same_mtime_edit_right_after_a_tick_is_still_seen(vault: Pat
     assert "`bbbb`" in (vault / "brain-feed/signals.md").read_text()
 
 
+def test_a_same_size_same_mtime_edit_right_after_a_tick_is_seen_by_the_quiet_tick_too(vault: Path) -> None:
+    """The quiet tick's view (no full scan) confirms its racily clean notes by a content hash as well."""
+    path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-racy-0123456789ab", sessions=["a"],
+                     status="complete", body="<!-- @signal severity=warning source=aaaa -->\nx\n<!-- @/signal -->\n")
+    run_tick_json(vault)
+    path = next(vault.rglob("2026-11-21-racy-0123456789ab.md"))
+    st = path.stat()
+    path.write_text(path.read_text().replace("source=aaaa", "source=bbbb"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    _, report = run_tick_json(vault, now="2026-11-23T12:00:00Z")  # past the last plan's validity: no fast path
+    assert "`bbbb`" in (vault / "brain-feed/signals.md").read_text()
+    assert report["stats"]["signals_active"] == 1
+
+
 # --- issue 12: confinement of the tick's own folders, dates out of range, operator folders ----------
 
 def test_a_brain_feed_folder_linking_out_of_the_vault_is_refused_not_followed(vault: Path, tmp_path: Path) -> None:
