@@ -2,7 +2,8 @@
 
 ``session-start`` reads the hook input (``cwd``, ``session_id``, ``source``), finds the
 session's project in ``projects/index.json`` and answers with that project's feed file (plus
-any active alarm); a session outside every known project gets the global feed. When the feed
+any active alarm, and the handoff line of another project worked on just before); a session
+outside every known project gets the global feed. When the feed
 is older than its TTL, one line says so. ``prompt-submit`` re-sends the same context every
 ``refresh_interval`` turns when it changed.
 
