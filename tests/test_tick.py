@@ -356,8 +356,9 @@ def test_tick_id_and_report_shape(vault: Path) -> None:
                                                     for p in report["changes"]["written"])
 
 
-def test_a_same_size_same_mtime_edit_right_after_a_tick_is_still_seen(vault: Path) -> None:
-    """Racily clean cache entries (mtime as new as the cache) are confirmed by a content hash."""
+def edit_right_after_a_tick_keeping_size_and_mtime(vault: Path) -> None:
+    """A tick, then its signal's source edited from ``aaaa`` to ``bbbb`` with the file's size and
+    mtime as the tick left them (an edit within the file system's timestamp granularity)."""
     path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-racy-0123456789ab", sessions=["a"],
                      status="complete", body="<!-- @signal severity=warning source=aaaa -->\nx\n<!-- @/signal -->\n")
     run_tick_json(vault)
@@ -366,6 +367,11 @@ def test_a_same_size_same_mtime_edit_right_after_a_tick_is_still_seen(vault: Pat
     path.write_text(path.read_text().replace("source=aaaa", "source=bbbb"))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_same_size_same_mtime_edit_right_after_a_tick_is_still_seen(vault: Path) -> None:
+    """Racily clean cache entries (mtime as new as the cache) are confirmed by a content hash."""
+    edit_right_after_a_tick_keeping_size_and_mtime(vault)
     (vault / ".brain/tick-state.json").unlink()  # take the full path, to exercise the parse cache
     run_tick_json(vault)
     assert "`bbbb`" in (vault / "brain-feed/signals.md").read_text()
@@ -373,14 +379,7 @@ def test_a_same_size_same_mtime_edit_right_after_a_tick_is_still_seen(vault: Pat
 
 def test_a_same_size_same_mtime_edit_right_after_a_tick_is_seen_by_the_quiet_tick_too(vault: Path) -> None:
     """The quiet tick's view (no full scan) confirms its racily clean notes by a content hash as well."""
-    path = write_arc(vault, "clusters/2026-11-21", "2026-11-21-racy-0123456789ab", sessions=["a"],
-                     status="complete", body="<!-- @signal severity=warning source=aaaa -->\nx\n<!-- @/signal -->\n")
-    run_tick_json(vault)
-    path = next(vault.rglob("2026-11-21-racy-0123456789ab.md"))
-    st = path.stat()
-    path.write_text(path.read_text().replace("source=aaaa", "source=bbbb"))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    edit_right_after_a_tick_keeping_size_and_mtime(vault)
     _, report = run_tick_json(vault, now="2026-11-23T12:00:00Z")  # past the last plan's validity: no fast path
     assert "`bbbb`" in (vault / "brain-feed/signals.md").read_text()
     assert report["stats"]["signals_active"] == 1

@@ -346,18 +346,12 @@ def parse_files(vault: Path, stats: Mapping[str, tuple[int, int]], max_note_byte
 
 
 def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:
-    """The file still holds ``size`` bytes hashing to ``sha1``. One read of at most ``size + 1``
-    bytes (a longer file differs), never a wait on a named pipe put in its place."""
+    """The file still holds ``size`` bytes hashing to ``sha1``. At most ``size + 1`` bytes are read
+    (a longer file differs), never a wait on a named pipe put in its place."""
     try:
-        fd = os.open(os.path.join(vault, rel), os.O_RDONLY | os.O_NONBLOCK)
+        data = read_regular(os.path.join(vault, rel), size + 1)
     except OSError:
         return False
-    try:
-        data = os.read(fd, size + 1)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
     return len(data) == size and hashlib.sha1(data, usedforsecurity=False).hexdigest() == sha1
 
 

@@ -341,14 +341,23 @@ class _Batch:
         self.docs, self.fts, self.files = [], [], []
 
 
+#: Paths bound in one ``IN (…)`` (SQLite allows 999 parameters in older builds).
+IN_CHUNK = 500
+
+
+def _in_chunks(paths: Iterable[str]) -> Iterator[tuple[list[str], str]]:
+    """``paths`` sorted and deduplicated, :data:`IN_CHUNK` at a time, each with its ``?, ?, …``."""
+    wanted = sorted(set(paths))
+    for start in range(0, len(wanted), IN_CHUNK):
+        chunk = wanted[start:start + IN_CHUNK]
+        yield chunk, ",".join("?" * len(chunk))
+
+
 def _forget(conn: sqlite3.Connection, paths: Iterable[str]) -> None:
     """Drop every row of ``paths``, a few hundred paths a statement. FTS5 rows go by rowid, one
     statement each: it plans ``rowid IN (SELECT …)`` as a scan of the whole table (1 ms a file on
     10 000 arcs)."""
-    wanted = sorted(set(paths))
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in _in_chunks(paths):
         conn.executemany("DELETE FROM fts WHERE rowid = ?",
                          conn.execute(f"SELECT id FROM docs WHERE path IN ({marks}) ORDER BY id", chunk).fetchall())
         conn.execute(f"DELETE FROM docs WHERE path IN ({marks})", chunk)
@@ -445,11 +454,8 @@ def _busy(exc: Exception) -> bool:
 def _known(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, str]:
     """What the index holds (path -> sha1) for ``paths`` only: a refresh of 20 files does not
     read the row of every indexed file."""
-    wanted = sorted(paths)
     found: dict[str, str] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in _in_chunks(paths):
         found.update(conn.execute(f"SELECT path, sha1 FROM files WHERE path IN ({marks})", chunk).fetchall())
     return found
 
