@@ -200,3 +200,37 @@ def test_a_long_path_keeps_its_file_name_and_a_new_projects_row_lists_ten_files(
     own = rendered([arc_note("2026-11-21-a-0123456789e2", title="Timeline", project="portal", files=[deeper])],
                    "projects/portal.md")
     assert "files in play: `S:/…/firstronic/Areas/Planning/Views/Status/Partials/Shared/Components/Timeline.cshtml`" in own
+
+
+def test_work_another_projects_session_did_in_this_projects_folder_is_its_recent_work() -> None:
+    """``~/work/mentis`` was set up by a session started in ``~/work/fortune_ai``; ``~/work``'s
+    sessions work in its projects' folders. Their files there are mentis's recent work, relative
+    to its folder; a folder holding the session's own cwd (``~/work`` seen from its projects) is
+    not visited, nor files outside every project's folder."""
+    own = arc_note("2026-11-21-m-0123456789d1", title="Wire the orb", project="mentis",
+                   cwd="/home/ana/work/mentis", files=["web/orb.tsx"])
+    older_own = arc_note("2026-11-18-m-0123456789d2", title="Schema", project="mentis", cwd="/home/ana/work/mentis",
+                         created="2026-11-18T09:00:00Z", last_active="2026-11-18T10:00:00Z", files=["db/001.sql"])
+    setup = arc_note("2026-11-20-f-0123456789d3", title="Set up mentis beside fortune", project="fortune_ai",
+                     cwd="/home/ana/work/fortune_ai", created="2026-11-20T08:00:00Z", last_active="2026-11-20T09:00:00Z",
+                     files=["api/app.py", "/home/ana/work/mentis/services/vector_service.py", "/tmp/x.log"],
+                     commands=["uv run pytest"], identifiers=["fortune_only"])
+    parent = arc_note("2026-11-19-w-0123456789d4", title="Plan both apps", project="work", cwd="/home/ana/work",
+                      created="2026-11-19T08:00:00Z", last_active="2026-11-19T09:00:00Z",
+                      files=["mentis/docs/plan.md", "fortune_ai/api/routes.py", "notes.md"])
+    notes = [own, older_own, setup, parent]
+    text = rendered(notes, "projects/mentis.md")
+    assert lines_starting(text, "- Last session") and "Wire the orb" in lines_starting(text, "- Last session")[0]
+    assert lines_starting(text, "- 2026-11-20 · fortune_ai · Set up mentis beside fortune") == [
+        "- 2026-11-20 · fortune_ai · Set up mentis beside fortune; files: `services/vector_service.py`"]
+    files = lines_starting(text, "- Files:")
+    assert files and "`services/vector_service.py`" in files[0] and "`docs/plan.md`" in files[0]
+    assert "api/app.py" not in text and "routes.py" not in text and "notes.md" not in text
+    assert "uv run pytest" not in text and "fortune_only" not in text  # the visit brings its files only
+    fortune = rendered(notes, "projects/fortune_ai.md")
+    assert "`api/routes.py`" in fortune and "plan.md" not in fortune
+    # the folder of projects sees none of its projects' work as a visit
+    assert "vector_service" not in rendered(notes, "projects/work.md")
+    # without the visiting sessions, the project's own older arc has the row
+    alone = rendered([own, older_own], "projects/mentis.md")
+    assert lines_starting(alone, "- 2026-11-18 · Schema") and "vector_service" not in alone

@@ -12,6 +12,8 @@ order, and only the sections that have something to say:
    decision that arc taught), real work before single-turn scripted runs; a row whose title
    only repeats the project and whose files are all listed above is left out (older arcs
    reach the feed through the lessons and the lists below, one line each, not a row apiece);
+   another project's session that worked in this project's folder (:func:`visits`) takes its
+   place among those arcs by time, with its files there;
 4. lessons and decisions from ``@lesson`` / ``@decision`` markers of the recent arcs without
    a row (the latest, mostly), one dated line per arc (a mined decision that is a question or
    a request to the agent is left out);
@@ -134,6 +136,9 @@ class ProjectArc:
     arc: ArcInfo
     last_active: datetime
     scripted: bool
+    #: Another project's arc that worked in this project's folder (:func:`visits`): its ``files``
+    #: are only those, relative to the folder, and it carries no commands, identifiers or errors.
+    visit: bool = False
 
 
 def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[ProjectArc]]:
@@ -283,6 +288,58 @@ def arc_line(pa: ProjectArc, *, with_project: bool, files: Sequence[str] | None 
     return f"- {pa.last_active.date().isoformat()} · {project}{what}{scripted}{files}"
 
 
+#: Other projects' arcs that worked in a project's folder and count as its recent work, newest first.
+VISITS = 3
+
+
+def _slashed(path: str) -> str:
+    return redact(path).replace("\\", "/").rstrip("/")
+
+
+def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[ProjectArc]]:
+    """Project -> the newest :data:`VISITS` arcs of other projects whose sessions edited or read
+    files in its folder (a recorded cwd of its own): a repository set up from the one beside it
+    (``~/work/mentis`` created by a session in ``~/work/fortune_ai``), a package worked on from
+    the monorepo's root. Each keeps only those files, relative to the folder. A folder that
+    holds the other session's own cwd (a folder of projects, a monorepo's root seen from its
+    packages) and a home folder are nobody's visit. Read from each project's first
+    :data:`SHOWN_ARCS` arcs, as a quiet tick sees them."""
+    roots: dict[str, set[str]] = {}  # a recorded cwd -> the projects whose sessions started there
+    for project, arcs in by_project.items():
+        for pa in arcs[:SHOWN_ARCS]:
+            if pa.arc.cwd:
+                cwd = _slashed(pa.arc.cwd)
+                if ABSOLUTE_PATH.match(cwd + "/") and cwd.count("/") >= 2 and not is_home_folder(cwd):
+                    roots.setdefault(cwd, set()).add(project)
+    found: dict[str, dict[str, tuple[ProjectArc, list[str]]]] = {}
+    for project, arcs in by_project.items():
+        for pa in arcs[:SHOWN_ARCS]:
+            if not pa.arc.cwd or not pa.arc.files:
+                continue
+            cwd = _slashed(pa.arc.cwd)
+            for path in pa.arc.files:
+                slashed = _slashed(path)
+                full = slashed if ABSOLUTE_PATH.match(slashed) else f"{cwd}/{slashed}"
+                folder = full.rsplit("/", 1)[0]
+                while folder.count("/") >= 2 and folder not in roots:  # the deepest recorded cwd holding it
+                    folder = folder.rsplit("/", 1)[0]
+                if folder not in roots or cwd == folder or cwd.startswith(folder + "/"):
+                    continue  # in no project's folder, or in one that holds the session's own
+                for owner in roots[folder] - {project}:
+                    seen = found.setdefault(owner, {}).setdefault(pa.arc.cluster_id, (pa, []))[1]
+                    if full[len(folder) + 1:] not in seen:
+                        seen.append(full[len(folder) + 1:])
+    out: dict[str, list[ProjectArc]] = {}
+    for owner, arcs_found in found.items():
+        chosen = sorted(arcs_found.values(), key=lambda v: (-v[0].last_active.timestamp(), v[0].arc.cluster_id))
+        out[owner] = [
+            replace(pa, arc=replace(pa.arc, files=tuple(files), commands=(), open_errors=(), errors_met=(),
+                                    identifiers=()), visit=True)
+            for pa, files in chosen[:VISITS]
+        ]
+    return out
+
+
 def fallback_title(arc: ArcInfo) -> bool:
     """The arc's title only repeats its project (``spotter: app.js``, ``59b923df4d session``):
     the clusterer found no prompt that says what the work was."""
@@ -308,7 +365,7 @@ def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> tuple
             break
         if adds_something(pa, shown):
             rank = NEVER if len(items) < KEEP_TOP_ARCS - 1 else RANK_ARC
-            line = arc_line(pa, with_project=False)
+            line = arc_line(pa, with_project=pa.visit)
             if learned is not None:
                 line += learned.on_row(pa.arc.cluster_id)
             items.append(FeedItem(line, rank, section=RECENT))
@@ -503,6 +560,8 @@ def error_names(arcs: Sequence[ProjectArc]) -> list[str]:
     (``AssertionError``, ``ECONNREFUSED``, ``TS2345``), most frequent and recent first."""
     per_arc = []
     for pa in arcs:
+        if pa.visit:  # another project's work: its errors are its own
+            continue
         texts = [*pa.arc.open_errors, *(m.text for m in pa.decision.note.markers if m.type == "lesson")]
         names = [name for text in texts for name in text_error_names(text)]
         per_arc.append([*names, *(n for n in pa.arc.errors_met if n not in names)])
@@ -518,7 +577,11 @@ def routed_for(project: str, routed: Sequence[Routed], section: str) -> list[Fee
 
 
 def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Sequence[Routed],
-                 injects: Sequence[Routed], s: Settings, date: str) -> FeedFile:
+                 injects: Sequence[Routed], s: Settings, date: str,
+                 visited: Sequence[ProjectArc] = ()) -> FeedFile:
+    """``visited``: other projects' arcs that worked in this project's folder (:func:`visits`);
+    they take their place by time among the arcs after the latest (the handoff stays this
+    project's), for the recent-work row and the files used here."""
     base = name.rsplit("/", 1)[-1].removesuffix(".md")  # YAML-safe, unlike a project name
     feed = FeedFile(name, f"Project {base}", PRIORITY, "info", date, s.feed_ttl_seconds,
                     f"# {cut(redact(project), 80)}: where we left off\n", budgeted=False)
@@ -528,9 +591,13 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
         feed.severity = mine[0].severity or "info"
     inject_items = routed_for(project, injects, INJECTED)
     learned = arc_lessons(arcs)
-    rows, on_rows = recent_work(arcs, learned)
+    worked = arcs
+    if visited:
+        worked = [arcs[0], *sorted([*arcs[1:], *visited],
+                                   key=lambda a: (a.scripted, -a.last_active.timestamp(), a.visit, a.arc.cluster_id))]
+    rows, on_rows = recent_work(worked, learned)
     above = [*handoff(project, arcs), *signal_items, *rows, *lessons(arcs, learned, on_rows)]
-    feed.items = [*above, *used_here(arcs, above), *inject_items]
+    feed.items = [*above, *used_here(worked, above), *inject_items]
     fit_budget([feed], 0, s.feed_token_budget)
     return feed
 
@@ -674,8 +741,10 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
                   injects: Sequence[Routed], now: datetime, s: Settings, date: str) -> list[FeedFile]:
     """Every project's feed file, then the index (always written, so the hook knows the feed's age)."""
     names = file_names(by_project)
+    visited = visits(by_project)
     files = [
-        project_file(project, names[project], by_project[project], signals, injects, s, date)
+        project_file(project, names[project], by_project[project], signals, injects, s, date,
+                     visited.get(project, ()))
         for project in sorted(by_project)
     ]
     files.append(index_file(names, by_project, now, s, date))
