@@ -8,6 +8,7 @@ from pathlib import Path
 from brain.evaluation.needs import (
     SessionFiles,
     _Collector,
+    _human_prompt,
     locate_claude,
     locate_codex,
     normalise,
@@ -88,6 +89,14 @@ def test_shell_commands_are_program_and_subcommand() -> None:
     assert parse_shell('python3 -c "\nimport tarfile\n"') == ([], [])
     assert parse_shell("python -m pytest") == (["python -m pytest"], [])
     assert parse_shell('bash -lc "mix test test/foo_test.exs"') == (["mix test"], ["test/foo_test.exs"])
+
+
+def test_a_background_shells_notification_is_no_human_prompt() -> None:
+    """Its tags (``shell-id``, ``output-file``) are not identifiers the operator typed."""
+    notice = "<bash-notification>\n<shell-id>bbcaede</shell-id>\n<status>completed</status>\n</bash-notification>"
+    record = {"type": "user", "message": {"role": "user", "content": notice}}
+    assert _human_prompt(record) is None
+    assert _human_prompt({**record, "message": {"role": "user", "content": "rename shell_id please"}}) is not None
 
 
 def test_errors_skip_harness_noise() -> None:

@@ -50,7 +50,7 @@ def by_id(bundle: Bundle) -> dict[str, Session]:
 # --- an independent, deliberately simple reading of the fixtures ------------------------
 
 HARNESS = (
-    "<command-", "<local-command-", "<system-reminder>", "<task-notification>", "Caveat:",
+    "<command-", "<local-command-", "<system-reminder>", "<task-notification>", "<bash-notification>", "Caveat:",
     "[Request interrupted", "This session is being continued", "Warmup",
 )  # fmt: skip
 
@@ -535,6 +535,21 @@ def test_an_unknown_slash_command_is_no_prompt_and_never_a_title(tmp_path: Path)
     session = by_id(run(tmp_path / "projects"))[SID]
     assert session.user_turns == 1
     assert session.first_prompt == session.last_prompt == "root the avd image so that adb root works"
+
+
+def test_a_background_shells_notification_is_no_prompt(tmp_path: Path) -> None:
+    """Claude Code 2.0 tells the agent a background shell ended with a ``<bash-notification>``
+    user turn (setI, setC); like the later ``<task-notification>``, nobody typed it."""
+    from tests.eval_logs import SessionLog
+    notice = ("<bash-notification>\n<shell-id>bbcaede</shell-id>\n<output-file>/tmp/claude/tasks/bbcaede.output"
+              "</output-file>\n<status>completed</status>\n<summary>Background command completed</summary>\n"
+              "</bash-notification>")
+    log = (SessionLog(SID, "/w/docs", "2026-01-07T09:00").prompt("sync the design notes to the wiki")
+           .prompt(notice))
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert session.user_turns == 1
+    assert session.last_prompt == "sync the design notes to the wiki"
 
 
 def test_a_detached_head_is_no_branch(tmp_path: Path) -> None:

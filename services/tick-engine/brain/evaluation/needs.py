@@ -694,7 +694,7 @@ _ACP_PREFIX = "mcp__acp__"
 _HARNESS_PREFIXES = (
     "Caveat:", "<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
     "<local-command-stderr>", "<local-command-caveat>", "<system-reminder>", "<task-notification>",
-    "[Request interrupted by user", "This session is being continued from a previous conversation",
+    "<bash-notification>", "[Request interrupted by user", "This session is being continued from a previous conversation",
     "Warmup", "<user-prompt-submit-hook>", "<bash-input>", "<bash-stdout>", "<bash-stderr>",
 )
 

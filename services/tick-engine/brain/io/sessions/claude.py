@@ -79,6 +79,8 @@ HARNESS_PREFIXES = (
     "<local-command-caveat>",
     "<system-reminder>",
     "<task-notification>",
+    # A background shell's end, as older versions deliver it (later, a <task-notification>).
+    "<bash-notification>",
     "<user-prompt-submit-hook>",
     "<bash-input>",
     "<bash-stdout>",
