@@ -684,6 +684,13 @@ def test_a_home_folder_session_gets_its_projects_feed_then_the_recent_work_acros
     assert desktop.index("# alpha: where we left off") < desktop.index("# Recent work across projects")
     elsewhere = start(projects, "/srv/ops/Desktop")  # a folder named Desktop outside a home is a project's
     assert "# beta: where we left off" in elsewhere and "# Recent work across projects" not in elsewhere
+    # a folder of projects (the index's holders): its sessions range over the projects in it
+    held = {**index, "roots": {**index["roots"], "/home/u/work": "alpha"}, "holders": ["/home/u/work"]}
+    (projects / "projects" / "index.json").write_text(json.dumps(held))
+    work = start(projects, "/home/u/work/")
+    assert work.index("# alpha: where we left off") < work.index("# Recent work across projects")
+    (projects / "projects" / "index.json").write_text(json.dumps({**held, "holders": []}))
+    assert "# Recent work across projects" not in start(projects, "/home/u/work")
 
 
 def test_the_project_worked_on_just_before_adds_its_handoff_line(projects: Path) -> None:
