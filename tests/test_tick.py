@@ -760,3 +760,30 @@ def test_named_pipes_in_place_of_the_state_files_never_hold_a_run(vault: Path) -
     settings = Settings(projects_dir=vault / "none", codex_dir=vault / "none", gemini_dir=vault / "none",
                         opencode_dir=vault / "none")
     extract(settings, datetime(2026, 11, 21, 14, tzinfo=UTC), cursor=vault / ".brain" / "extract-cursor.json")
+
+
+def test_the_writers_worker_threads_try_every_item_and_raise_the_first_failure() -> None:
+    """Parallel fsyncs and background unlinks run on plain threads (no concurrent.futures and
+    the logging it imports in every tick process), with ThreadPoolExecutor.map's contract."""
+    import threading
+
+    from brain.io.workers import Workers, run_all
+
+    done: list[int] = []
+    lock = threading.Lock()
+
+    def step(item: int) -> None:
+        with lock:
+            done.append(item)
+        if item in (7, 3):
+            raise OSError(f"item {item}")
+
+    with pytest.raises(OSError, match="item 3"):
+        run_all(step, list(range(20)), 4)
+    assert sorted(done) == list(range(20))
+    workers = Workers(2, "test")
+    for item in range(10):
+        workers.submit(step, item)
+    errors = workers.wait()
+    assert sorted(str(e) for e in errors) == ["item 3", "item 7"] and sorted(done) == sorted([*range(20), *range(10)])
+    assert workers.wait() == []

@@ -28,10 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
 
 from brain.core.model import Problem
 from brain.core.plan import DeleteFile, Expect, MoveFile, Plan, WriteFile
@@ -44,6 +41,7 @@ from brain.io.atomic import (
     fsync_dir,
     read_regular,
 )
+from brain.io.workers import Workers, run_all
 
 STATE_DIR = ".brain"
 JOURNAL_DIR = f"{STATE_DIR}/journal"
@@ -427,10 +425,7 @@ def _parallel(function: Any, items: list[Any]) -> None:
         for item in items:
             function(item)
         return
-    from concurrent.futures import ThreadPoolExecutor  # only for a write wave this size (and its threads)
-
-    with ThreadPoolExecutor(max_workers=FSYNC_WORKERS) as pool:
-        list(pool.map(function, items))
+    run_all(function, items, FSYNC_WORKERS)
 
 
 def _write_only(job: tuple[Path, bytes]) -> None:
@@ -539,13 +534,12 @@ Keep = Callable[[bytes], Problem]
 #: an inode costs ten times the exchange that replaced it); :func:`flush_discards` waits for them.
 #: Paths go to the workers in batches (one future per batch, not per file: 10 000 futures weigh MBs).
 #: Each goes with the stat it had when it was swapped out, and what keeps bytes written to it since.
-_DISCARDS: list[Any] = []
 _PENDING: list[tuple[str, tuple[int, int, int] | None, Keep]] = []
 #: Old images an editor wrote to after the swap (it had opened the file just before): kept, not
 #: unlinked. Appended by the workers (list.append is atomic), handled by :func:`flush_discards`.
 _LATE: list[tuple[str, Keep]] = []
 _KEPT: list[Problem] = []
-_DISCARDER: ThreadPoolExecutor | None = None  # started with the first batch of old images
+_DISCARDER: Workers | None = None  # started with the first batch of old images
 DISCARD_WORKERS, DISCARD_BATCH = 2, 128
 
 
@@ -569,12 +563,10 @@ def _send_pending() -> None:
     if not _PENDING:
         return
     if _DISCARDER is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _DISCARDER = ThreadPoolExecutor(max_workers=DISCARD_WORKERS, thread_name_prefix="brain-discard")
+        _DISCARDER = Workers(DISCARD_WORKERS, "brain-discard")
     batch = _PENDING[:]
     _PENDING.clear()
-    _DISCARDS.append(_DISCARDER.submit(_unlink_all, batch))
+    _DISCARDER.submit(_unlink_all, batch)
 
 
 def _discard(path: str, swapped: tuple[int, int, int] | None, keep: Keep) -> None:
@@ -590,10 +582,10 @@ def flush_discards() -> None:
     goes, so an append racing the commit is never lost. An unlink that fails leaves a hidden
     ``.brain-tmp`` file, never a visible one; the next commit to that file overwrites it."""
     _send_pending()
-    while _DISCARDS:
-        future = _DISCARDS.pop()
-        with contextlib.suppress(OSError):
-            future.result()
+    if _DISCARDER is not None:
+        for error in _DISCARDER.wait():
+            if not isinstance(error, OSError):
+                raise error
     while _LATE:
         path, keep = _LATE.pop()
         try:
