@@ -488,15 +488,18 @@ def refresh(
             conn.execute("BEGIN IMMEDIATE")
             try:
                 known = _known(conn, changed_set | removed_set)
-                for rel, (before, after) in (retagged or {}).items():
+                docs: list[tuple[int, str, str]] = []
+                files: list[tuple[str, str]] = []
+                for rel, (before, after) in sorted((retagged or {}).items()):
                     note = by_path.get(rel)
                     if rel in changed_set and known.get(rel) == before and note is not None and note.sha1 == after \
                             and note.parsed \
                             and note.arc is not None and not note.arc.is_tombstone and indexed(rel):
-                        conn.execute("UPDATE docs SET heat = ?, status = ? WHERE path = ?",
-                                     (note.arc.heat or 0, note.arc.status, rel))
-                        conn.execute("UPDATE files SET sha1 = ? WHERE path = ?", (note.sha1, rel))
+                        docs.append((note.arc.heat or 0, note.arc.status, rel))
+                        files.append((note.sha1, rel))
                         changed_set.discard(rel)
+                conn.executemany("UPDATE docs SET heat = ?, status = ? WHERE path = ?", docs)
+                conn.executemany("UPDATE files SET sha1 = ? WHERE path = ?", files)
                 gone = [rel for rel in removed_set if rel in known]
                 _forget(conn, gone)
                 stats.files_removed += len(gone)
