@@ -231,6 +231,14 @@ def test_work_another_projects_session_did_in_this_projects_folder_is_its_recent
     assert "`api/routes.py`" in fortune and "plan.md" not in fortune
     # the folder of projects sees none of its projects' work as a visit
     assert "vector_service" not in rendered(notes, "projects/work.md")
+    # a Windows folder is the same folder in any case: typed d:\\ once and D:\\ another time
+    site = arc_note("2026-11-21-s-0123456789d5", title="Deploy", project="site", cwd="d:\\sites\\shop",
+                    files=["index.php"])
+    admin = arc_note("2026-11-20-a-0123456789d6", title="Fix the shop from the admin tools", project="tools",
+                     cwd="D:\\sites\\tools", created="2026-11-20T08:00:00Z", last_active="2026-11-20T09:00:00Z",
+                     files=["D:\\Sites\\Shop\\cart.php", "run.ps1"])
+    assert "`cart.php`" in rendered([site, admin], "projects/site.md")
+    assert "· site ·" not in rendered([site, admin], "projects/tools.md")  # its own work, no visit back
     # without the visiting sessions, the project's own older arc has the row
     alone = rendered([own, older_own], "projects/mentis.md")
     assert lines_starting(alone, "- 2026-11-18 · Schema") and "vector_service" not in alone

@@ -296,6 +296,15 @@ def _slashed(path: str) -> str:
     return redact(path).replace("\\", "/").rstrip("/")
 
 
+_DRIVE = re.compile(r"^[A-Za-z]:/")
+
+
+def _place(path: str) -> str:
+    """``path`` as a key that names the same folder however it was typed: a Windows path (its
+    drive letter) in lower case (``d:/ClaudeCode workspace`` is ``D:/ClaudeCode workspace``)."""
+    return path.lower() if _DRIVE.match(path) else path
+
+
 def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[ProjectArc]]:
     """Project -> the newest :data:`VISITS` arcs of other projects whose sessions edited or read
     files in its folder (a recorded cwd of its own): a repository set up from the one beside it
@@ -310,22 +319,24 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
             if pa.arc.cwd:
                 cwd = _slashed(pa.arc.cwd)
                 if ABSOLUTE_PATH.match(cwd + "/") and cwd.count("/") >= 2 and not is_home_folder(cwd):
-                    roots.setdefault(cwd, set()).add(project)
+                    roots.setdefault(_place(cwd), set()).add(project)
     found: dict[str, dict[str, tuple[ProjectArc, list[str]]]] = {}
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
             if not pa.arc.cwd or not pa.arc.files:
                 continue
             cwd = _slashed(pa.arc.cwd)
+            place = _place(cwd)
             for path in pa.arc.files:
                 slashed = _slashed(path)
                 full = slashed if ABSOLUTE_PATH.match(slashed) else f"{cwd}/{slashed}"
                 folder = full.rsplit("/", 1)[0]
-                while folder.count("/") >= 2 and folder not in roots:  # the deepest recorded cwd holding it
+                while folder.count("/") >= 2 and _place(folder) not in roots:  # the deepest recorded cwd holding it
                     folder = folder.rsplit("/", 1)[0]
-                if folder not in roots or cwd == folder or cwd.startswith(folder + "/"):
+                key = _place(folder)
+                if key not in roots or place == key or place.startswith(key + "/"):
                     continue  # in no project's folder, or in one that holds the session's own
-                for owner in roots[folder] - {project}:
+                for owner in roots[key] - {project}:
                     seen = found.setdefault(owner, {}).setdefault(pa.arc.cluster_id, (pa, []))[1]
                     if full[len(folder) + 1:] not in seen:
                         seen.append(full[len(folder) + 1:])
