@@ -532,7 +532,7 @@ Keep = Callable[[bytes], Problem]
 
 #: Old images a commit swapped out, unlinked by background threads while the run goes on (freeing
 #: an inode costs ten times the exchange that replaced it); :func:`flush_discards` waits for them.
-#: Paths go to the workers in batches (one future per batch, not per file: 10 000 futures weigh MBs).
+#: Paths go to the workers in batches (one queued call per batch, not per file: 10 000 calls weigh MBs).
 #: Each goes with the stat it had when it was swapped out, and what keeps bytes written to it since.
 _PENDING: list[tuple[str, tuple[int, int, int] | None, Keep]] = []
 #: Old images an editor wrote to after the swap (it had opened the file just before): kept, not

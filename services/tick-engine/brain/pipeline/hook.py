@@ -530,7 +530,8 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
         else:
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own, just_before(folder, index, project, now)) if s is not None]
-            if cwd and (about_anything(normal_path(cwd)) or normal_path(cwd) in index.holders):
+            here = normal_path(cwd) if cwd else ""
+            if here and (about_anything(here) or here in index.holders):
                 # A home folder's sessions, and a folder of projects' (``~/work``), range over
                 # every project: the recent work across projects follows, in what the budget leaves.
                 across = read_section(folder / RECENT_WORK)
