@@ -242,3 +242,32 @@ def test_work_another_projects_session_did_in_this_projects_folder_is_its_recent
     # without the visiting sessions, the project's own older arc has the row
     alone = rendered([own, older_own], "projects/mentis.md")
     assert lines_starting(alone, "- 2026-11-18 · Schema") and "vector_service" not in alone
+
+
+def test_a_folder_named_like_a_project_is_its_checkout_elsewhere() -> None:
+    """One operator, two machines: M-Claude's sessions start in ``/home/m/M-Claude``; a session in
+    the Mac's home folder edited ``Documents/M-Claude/.gitleaks.toml``. No recorded cwd holds that
+    file, but its folder is named like the project: the same repository checked out elsewhere, so
+    the work is M-Claude's recent work, relative to the checkout. Names that say nothing (a folder
+    every home has, a project started in a home folder) claim no file."""
+    own = arc_note("2026-11-21-m-0123456789f1", title="Redact the logs", project="M-Claude",
+                   cwd="/home/m/M-Claude", files=["scripts/redact.py"])
+    home = arc_note("2026-11-20-h-0123456789f2", title="sync the repo and harden it", project="marta",
+                    cwd="/Users/marta", created="2026-11-20T08:00:00Z", last_active="2026-11-20T09:00:00Z",
+                    files=["Documents/M-Claude/.gitleaks.toml", "Documents/M-Claude/docs/GITLEAKS.md", ".zshrc"])
+    windows = arc_note("2026-11-19-w-0123456789f3", title="hi", project="Mischa", cwd="C:\\Users\\Mischa",
+                       created="2026-11-19T08:00:00Z", last_active="2026-11-19T09:00:00Z",
+                       files=["C:\\Users\\Mischa\\Documents\\m-claude\\.gitleaksignore"])
+    text = rendered([own, home, windows], "projects/m-claude.md")
+    assert lines_starting(text, "- 2026-11-20 · marta · sync the repo and harden it") == [
+        "- 2026-11-20 · marta · sync the repo and harden it; files: `.gitleaks.toml`, `docs/GITLEAKS.md`"]
+    files = lines_starting(text, "- Files:")
+    assert files and "`.gitleaksignore`" in files[0]  # a Windows checkout, its name in another case
+    assert ".zshrc" not in text
+    # a project started in a home folder is named like its user: a folder of that name is not its
+    backup = arc_note("2026-11-21-b-0123456789f5", title="Back up", project="tools", cwd="/srv/tools",
+                      files=["/mnt/backup/marta/keys.txt"])
+    assert "keys.txt" not in rendered([own, home, windows, backup], "projects/marta.md")
+    # a project named like a folder every home has claims nothing
+    docs = arc_note("2026-11-21-d-0123456789f4", title="Docs site", project="Documents", cwd="/srv/Documents")
+    assert "gitleaks" not in rendered([docs, home], "projects/documents.md")

@@ -16,6 +16,22 @@ WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
 _WORKTREES_FOLDER = re.compile(r"^(?P<repo>.+?)[-_.]worktrees$", re.IGNORECASE)
 
 
+#: Path components too generic to name a project when the cwd matches no recorded root.
+GENERIC_COMPONENTS = frozenset({
+    "", ".", "..", "home", "users", "user", "src", "source", "code", "projects", "project", "repos", "repo",
+    "workspace", "workspaces", "work", "dev", "git", "tmp", "worktrees", ".claude", ".worktrees", ".git",
+})
+
+#: A worked-in folder's name this short (``ui``, ``api``) names no repository elsewhere.
+WORKED_NAME_MIN = 4
+#: Folders every home has, whatever the work in them: they name no repository.
+COMMON_FOLDERS = frozenset({
+    "documents", "desktop", "downloads", "pictures", "music", "videos", "library", "applications", "appdata",
+    "scripts", "script", "docs", "doc", "tests", "test", "notes", "config", "data", "temp", "build", "dist",
+    "bin", "lib", "packages", "apps", "public", "assets", "backup", "backups", "archive", "sandbox", "playground",
+})
+
+
 def repository_path(path: str) -> str:
     """``path`` (``/`` separators) without a worktree tail kept inside the repository."""
     for marker in WORKTREE_MARKERS:

@@ -48,7 +48,7 @@ from brain.core.feed_file import (
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.model import ArcInfo
-from brain.core.project import is_home_folder
+from brain.core.project import COMMON_FOLDERS, GENERIC_COMPONENTS, WORKED_NAME_MIN, is_home_folder
 from brain.core.redaction import redact
 from brain.core.text import cut_path
 from brain.core.text import error_names as text_error_names
@@ -311,7 +311,10 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
     (``~/work/mentis`` created by a session in ``~/work/fortune_ai``), a package worked on from
     the monorepo's root. Each keeps only those files, relative to the folder. A folder that
     holds the other session's own cwd (a folder of projects, a monorepo's root seen from its
-    packages) and a home folder are nobody's visit. Read from each project's first
+    packages) and a home folder are nobody's visit. A file under no recorded cwd that lies in a
+    folder named like a project (:func:`named_projects`) is that project's: the same repository
+    checked out elsewhere (``~/Documents/M-Claude`` edited from the home folder on one machine,
+    the project's sessions in ``/home/u/M-Claude`` on another). Read from each project's first
     :data:`SHOWN_ARCS` arcs, as a quiet tick sees them."""
     roots: dict[str, set[str]] = {}  # a recorded cwd -> the projects whose sessions started there
     for project, arcs in by_project.items():
@@ -320,6 +323,7 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
                 cwd = _slashed(pa.arc.cwd)
                 if ABSOLUTE_PATH.match(cwd + "/") and cwd.count("/") >= 2 and not is_home_folder(cwd):
                     roots.setdefault(_place(cwd), set()).add(project)
+    named = named_projects(by_project)
     found: dict[str, dict[str, tuple[ProjectArc, list[str]]]] = {}
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
@@ -334,9 +338,14 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
                 while folder.count("/") >= 2 and _place(folder) not in roots:  # the deepest recorded cwd holding it
                     folder = folder.rsplit("/", 1)[0]
                 key = _place(folder)
-                if key not in roots or place == key or place.startswith(key + "/"):
+                if key in roots:
+                    owners = roots[key] - {project}
+                else:  # in no recorded cwd: a folder named like another project, the deepest
+                    folder, owners = _named_folder(full, named, project)
+                    key = _place(folder)
+                if not owners or place == key or place.startswith(key + "/"):
                     continue  # in no project's folder, or in one that holds the session's own
-                for owner in roots[key] - {project}:
+                for owner in owners:
                     seen = found.setdefault(owner, {}).setdefault(pa.arc.cluster_id, (pa, []))[1]
                     if full[len(folder) + 1:] not in seen:
                         seen.append(full[len(folder) + 1:])
@@ -349,6 +358,36 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
             for pa, files in chosen[:VISITS]
         ]
     return out
+
+
+def named_projects(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, str]:
+    """Project names (lower case) that name a repository wherever it is checked out -> the
+    project: at least :data:`WORKED_NAME_MIN` characters, not generic (``src``, ``work``) nor a
+    folder every home has (``Documents``, ``scripts``), not a project whose sessions started in
+    a home folder (its name is a user's), and one project only. Read from each project's first
+    :data:`SHOWN_ARCS` arcs, like :func:`visits`."""
+    names: dict[str, str | None] = {}
+    for project, arcs in by_project.items():
+        name = project.lower()
+        if len(name) < WORKED_NAME_MIN or name in GENERIC_COMPONENTS or name in COMMON_FOLDERS \
+                or name in UNKNOWN_PROJECTS or any(pa.arc.cwd and is_home_folder(pa.arc.cwd) for pa in arcs[:SHOWN_ARCS]):
+            continue
+        names[name] = project if names.get(name, project) == project else None
+    return {name: project for name, project in names.items() if project is not None}
+
+
+def _named_folder(full: str, named: Mapping[str, str], project: str) -> tuple[str, set[str]]:
+    """The deepest folder of ``full`` (a file's absolute path) named like a project other than
+    ``project``, below any home folder, and that project; ("", empty) when there is none."""
+    parts = full.split("/")
+    for index in range(len(parts) - 2, 0, -1):
+        owner = named.get(parts[index].lower())
+        if owner is not None:
+            folder = "/".join(parts[:index + 1])
+            if owner == project or is_home_folder(folder):
+                break
+            return folder, {owner}
+    return "", set()
 
 
 def fallback_title(arc: ArcInfo) -> bool:

@@ -28,7 +28,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from brain.core.project import in_home, is_home_folder, is_system_folder, project_name
+from brain.core.project import (
+    COMMON_FOLDERS,
+    GENERIC_COMPONENTS,
+    WORKED_NAME_MIN,
+    in_home,
+    is_home_folder,
+    is_system_folder,
+    project_name,
+)
 from brain.core.project import repository_path as strip_worktree
 from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK
 from brain.io.atomic import read_regular
@@ -57,11 +65,6 @@ EXIT_HOOK_FAILED = 1
 FORMATS = ("json", "text")
 PROJECT_INDEX = "projects/index.json"
 ALARMS_FILE = "amygdala-active.md"
-#: Path components too generic to name a project when the cwd matches no recorded root.
-GENERIC_COMPONENTS = frozenset({
-    "", ".", "..", "home", "users", "user", "src", "source", "code", "projects", "project", "repos", "repo",
-    "workspace", "workspaces", "work", "dev", "git", "tmp", "worktrees", ".claude", ".worktrees", ".git",
-})
 
 
 # --- the feed ----------------------------------------------------------------------------
@@ -223,14 +226,6 @@ def find_project(index: ProjectIndex, cwd: str | None) -> str | None:
 
 
 ROOT, NAME, TOUCHED, WORKTREE, TOUCHED_NAME = "root", "name", "touched", "worktree", "touched-name"
-#: A worked-in folder's name this short (``ui``, ``api``) names no repository elsewhere.
-WORKED_NAME_MIN = 4
-#: Folders every home has, whatever the work in them: they name no repository.
-COMMON_FOLDERS = frozenset({
-    "documents", "desktop", "downloads", "pictures", "music", "videos", "library", "applications", "appdata",
-    "scripts", "script", "docs", "doc", "tests", "test", "notes", "config", "data", "temp", "build", "dist",
-    "bin", "lib", "packages", "apps", "public", "assets", "backup", "backups", "archive", "sandbox", "playground",
-})
 
 
 _NUMBERED = re.compile(r"^\d{1,3}[ ._-]+")
