@@ -29,5 +29,8 @@ def test_demo_prints_a_summary_and_one_projects_feed(tmp_path: Path) -> None:
     assert f"The clock is pinned at {DEMO_NOW}" in out
     feed = out.split("brain hook session-start --format text):", 1)[1]
     assert "# claude-code-log: where we left off" in feed
-    assert "Add a Github Action to run tests and linting" in feed and "lessons: `act` failed" in feed
+    # its lessons, and the newest work on it: a session in /src/experiments/claude_p that explored a
+    # checkout of claude-code-log elsewhere (/workspace/claude-code-log), with its files there
+    assert "Lessons (2025-06-15): `act` failed" in feed
+    assert "· claude_p · Use the Explore task" in feed and "`claude_code_log/cache.py`" in feed
     assert (vault / ".brain" / "journal").is_dir()  # clustered through the journaled writer, as a user would

@@ -415,7 +415,7 @@ def test_a_decision_phrased_as_a_question_is_left_out() -> None:
 
 
 def test_the_commands_line_keeps_an_older_arcs_commands() -> None:
-    # Three arcs of 15 commands each (what an arc keeps): the oldest one's first still gets a place.
+    # Three arcs of 15 commands each: the oldest one's first still gets a place.
     notes = [arc_note(f"2026-11-2{i}-cmd-{i}123456789e8", title=f"Work {i}", created=f"2026-11-2{i}T09:00:00Z",
                       last_active=f"2026-11-2{i}T10:00:00Z", commands=[f"tool{i}x{k}" for k in range(15)])
              for i in range(3)]

@@ -22,7 +22,7 @@ redacted before it reaches a title, a slug or a file name.
 
 **Work keys** (frontmatter): ``cwd``, ``branch`` and ``last_prompt`` of the latest session;
 ``files`` (edited first by edit count, then read; <= 40: a piece of work that edits many
-files still keeps the configuration it read), ``commands`` (<= 15) and
+files still keeps the configuration it read), ``commands`` (<= 30) and
 ``identifiers`` (<= 15) ranked over the bundle's sessions of the arc, then the arc's earlier
 items in their order; ``open_errors`` (<= 5) are the latest session's unresolved failures;
 ``errors_met`` (<= 10) the error names (``AssertionError``, ``ECONNREFUSED``, ``TS2345``) of
@@ -69,7 +69,7 @@ ACTIVE_HOURS = 72
 #: An absolute Windows path (``C:/Users/…``): outside the repository, like ``/…`` and ``~/…``.
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 #: Frontmatter work keys: how many items each list keeps.
-FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 60, 15, 5, 15, 10
+FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 60, 30, 5, 15, 10
 ERROR_CHARS, LAST_PROMPT_CHARS = 120, 200
 WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "errors_met", "identifiers", "last_prompt",
              "last_state")
