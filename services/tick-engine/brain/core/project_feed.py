@@ -94,7 +94,7 @@ RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = 5, AGGREGATE_ARCS
 #: layout (``routes/web.php``, ``docker-compose.yml``), and its session has the whole budget.
 RECENT_WORK_FILES = 10
 #: Commands ``recent-work.md`` lists: the operator's habits across projects, a guess for a new one.
-RECENT_WORK_COMMANDS = 14
+RECENT_WORK_COMMANDS = 30
 #: How deep into a project's arcs (in :func:`project_arcs` order) any project or recent-work
 #: line can look: a new window above must be counted here (a quiet tick reads only these).
 SHOWN_ARCS = max(RECENT_ARCS + 2, AGGREGATE_ARCS, KEEP_TOP_ARCS, LESSON_ARCS, RECENT_WORK_AGGREGATE)
