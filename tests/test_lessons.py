@@ -325,3 +325,35 @@ def test_generated_ids_and_keys_are_not_identifiers() -> None:
             "then fix `getUTF8StringFromBytes2` in Base64Encoder, "
             "not `ghp_16C7e42F292c6912E7710c838347Ae178B4a`")
     assert identifiers(text) == ["getUTF8StringFromBytes2", "Base64Encoder"]
+
+
+def test_every_error_name_of_a_failed_commands_output_is_met() -> None:
+    """Windows (real logs): PowerShell wraps a failed native command in a block whose name is on
+    the last line (``FullyQualifiedErrorId : NativeCommandError``), under the ``RemoteException``
+    the signature keeps; the next session hit the same NativeCommandError. Every name the output
+    mentions is kept with the failure, through the bundle's JSON, into the arc's ``errors_met``."""
+    from brain.core.arc_text import work_keys
+    from brain.core.session import Session
+    from brain.core.worklog import WorkLog
+
+    output = ("gpg: no valid OpenPGP data found.\r\nAt line:1 char:1\r\n+ & gpg.exe --import 2>&1\r\n"
+              "+ ~~~~~~~~~~~~~~~~~~~~~~~~~~~~\r\n    + CategoryInfo          : NotSpecified: (gpg: no valid "
+              "OpenPGP data found.:String) [], RemoteException\r\n    + FullyQualifiedErrorId : NativeCommandError\r\n")
+    work = WorkLog("abcdef12", cwd="C:\\Users\\m")
+    work.shell("c1", 10, "gpg --import key.asc")
+    work.result("c1", 11, True, output)
+    work.shell("c2", 12, "gpg --import key.asc")
+    work.result("c2", 13, False, "imported")
+    [failure] = work.failures()
+    assert failure.resolved and "RemoteException" in failure.text and "NativeCommandError" not in failure.text
+    assert failure.names == ("RemoteException", "NativeCommandError")
+    at = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    session = Session("s", "claude-code", "m", "C:\\Users\\m", "", at, at, 1, 1, 2, (), (), "go", "go", 0, 0, 0, 0,
+                      failures=work.failures())
+    again = Session.from_json(json.loads(json.dumps(session.to_json())))
+    assert again.failures == session.failures
+    assert work_keys([again])["errors_met"] == ["NativeCommandError", "RemoteException"]
+    # a name in a bundle is only ever an error name: anything else is dropped on reading
+    data = session.to_json()
+    data["failures"][0]["names"] = ["NativeCommandError", "<!-- @signal -->", "rm -rf /", 7]
+    assert Session.from_json(data).failures[0].names == ("NativeCommandError",)

@@ -26,7 +26,8 @@ files still keeps the configuration it read), ``commands`` (<= 30) and
 ``identifiers`` (<= 15) ranked over the bundle's sessions of the arc, then the arc's earlier
 items in their order; ``open_errors`` (<= 5) are the latest session's unresolved failures;
 ``errors_met`` (<= 10) the error names (``AssertionError``, ``ECONNREFUSED``, ``TS2345``) of
-every failure the sessions met, resolved or not, most frequent first, then the earlier ones;
+every failure the sessions met (its signature and the rest of its output), resolved or not,
+most frequent first, then the earlier ones;
 ``headless: true`` when every session was a scripted run (``claude -p``, SDK, ``codex exec``).
 
 **Body.** Each session owns one Timeline line naming its own title, so merged and resumed
@@ -325,7 +326,7 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
     met: Counter[str] = Counter()
     for session in sessions:
         for failure in session.failures:
-            for name in dict.fromkeys(error_names(failure.text)):
+            for name in dict.fromkeys((*error_names(failure.text), *failure.names)):
                 met[name] += 1
         for path, count in session.files_edited:
             edited[path] += count

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from brain.core.redaction import redact
+from brain.core.text import ERROR_NAME
 from brain.core.timeutil import MAX_YEAR, MIN_YEAR, in_usable_years, iso, parse_instant
 
 BUNDLE_VERSION = 1
@@ -27,6 +28,7 @@ _SOURCE_RE = re.compile(r"^[A-Za-z0-9._-]{1,40}:\d{1,9}$")
 #: Work items kept per session in the bundle.
 MAX_RANKED = 60
 MAX_FAILURES = 20
+MAX_FAILURE_NAMES = 8  # error names one failure's output adds to its signature's
 MAX_IDENTIFIERS = 30
 MAX_PROMPTS = 6
 MAX_TODOS = 20
@@ -60,9 +62,16 @@ class Failure:
     resolved: bool
     line: int = 0
     command: str = ""
+    #: Every error name the output mentioned, beyond the signature's line (PowerShell's
+    #: ``FullyQualifiedErrorId : NativeCommandError`` under a ``RemoteException``), in order.
+    names: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "resolved": self.resolved, "line": self.line, "command": self.command}
+        out: dict[str, Any] = {"text": self.text, "resolved": self.resolved, "line": self.line,
+                               "command": self.command}
+        if self.names:
+            out["names"] = list(self.names)
+        return out
 
 
 @dataclass(frozen=True)
@@ -293,7 +302,9 @@ def _failures(raw: Any) -> list[Failure]:
     for item in raw if isinstance(raw, list) else []:
         if isinstance(item, Mapping) and _text(item.get("text"), ITEM_CHARS):
             out.append(Failure(_text(item.get("text"), ITEM_CHARS), item.get("resolved") is True,
-                               _count(item.get("line")), _text(item.get("command"), 120)))
+                               _count(item.get("line")), _text(item.get("command"), 120),
+                               tuple(n for n in _strings(item.get("names"), MAX_FAILURE_NAMES, 80)
+                                     if ERROR_NAME.fullmatch(n))))
         if len(out) >= MAX_FAILURES:
             break
     return out

@@ -21,6 +21,7 @@ ranked work items a :class:`~brain.core.session.Session` carries:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections import Counter
@@ -31,6 +32,7 @@ from brain.core.lessons import LessonMiner
 from brain.core.redaction import redact
 from brain.core.session import (
     ITEM_CHARS,
+    MAX_FAILURE_NAMES,
     MAX_FAILURES,
     MAX_IDENTIFIERS,
     MAX_RANKED,
@@ -39,6 +41,7 @@ from brain.core.session import (
     Lesson,
     Todo,
 )
+from brain.core.text import error_names
 
 #: Programs that are plumbing, not the work (FEED-METRIC §2: shell utilities and all of git).
 SHELL_UTILITIES = frozenset(
@@ -307,6 +310,15 @@ def error_signature(text: str) -> str:
     return meaningful[0][:160] if meaningful else ""
 
 
+def output_error_names(text: str) -> tuple[str, ...]:
+    """The distinct error names a tool's error output mentions (:func:`brain.core.text.error_names`),
+    read like :func:`error_signature` reads it (both ends of a long output), at most
+    :data:`MAX_FAILURE_NAMES`."""
+    if len(text) > 6000:
+        text = text[:2000] + "\n" + text[-4000:]
+    return tuple(dict.fromkeys(error_names(text)))[:MAX_FAILURE_NAMES]
+
+
 def _line_around(text: str, index: int) -> str:
     start = text.rfind("\n", 0, index) + 1
     end = text.find("\n", index)
@@ -490,13 +502,14 @@ class WorkLog:
         if root:
             signature = signature.replace(root + "/", "")  # repo-relative, and no home path in the arc
         if len(self._failures) < MAX_FAILURES * 4:
-            self._failures.append((call.key, Failure(signature[:ITEM_CHARS], False, call.line, call.display)))
+            self._failures.append((call.key, Failure(signature[:ITEM_CHARS], False, call.line, call.display,
+                                                     output_error_names(output))))
         self.miner.failure(call.line, call.key, call.display, signature)
 
     def _resolve(self, key: str, line: int) -> None:
         for index, (fkey, failure) in enumerate(self._failures):
             if fkey == key and not failure.resolved:
-                self._failures[index] = (fkey, Failure(failure.text, True, failure.line, failure.command))
+                self._failures[index] = (fkey, dataclasses.replace(failure, resolved=True))
         self.miner.success(line, key)
 
     # --- prompts and plans -------------------------------------------------------------------
@@ -537,7 +550,8 @@ class WorkLog:
                 seen[ident] = failure
         ordered = sorted(seen.values(), key=lambda f: (f.resolved, -f.line))
         return tuple(Failure(" ".join(redact(f.text).split())[:ITEM_CHARS], f.resolved, f.line,
-                             " ".join(redact(f.command).split())[:120]) for f in ordered[:MAX_FAILURES])
+                             " ".join(redact(f.command).split())[:120],
+                             tuple(n for n in f.names if redact(n) == n)) for f in ordered[:MAX_FAILURES])
 
     def identifier_list(self) -> tuple[str, ...]:
         ranked = sorted(self._identifiers.items(), key=lambda item: (-item[1], self._order.get("id:" + item[0], 0)))
