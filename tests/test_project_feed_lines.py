@@ -271,3 +271,10 @@ def test_a_folder_named_like_a_project_is_its_checkout_elsewhere() -> None:
     # a project named like a folder every home has claims nothing
     docs = arc_note("2026-11-21-d-0123456789f4", title="Docs site", project="Documents", cwd="/srv/Documents")
     assert "gitleaks" not in rendered([docs, home], "projects/documents.md")
+    # nor one named like a folder many repositories have: a session started in a monorepo's
+    # frontend is not the frontend of every other repository
+    front = arc_note("2026-11-21-f-0123456789f6", title="Buttons", project="frontend", cwd="/srv/shop/frontend")
+    blog = arc_note("2026-11-20-b-0123456789f7", title="Blog styles", project="marta", cwd="/Users/marta",
+                    created="2026-11-20T08:00:00Z", last_active="2026-11-20T09:00:00Z",
+                    files=["blog/frontend/styles.css"])
+    assert "styles.css" not in rendered([front, blog], "projects/frontend.md")

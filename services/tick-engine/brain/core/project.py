@@ -31,6 +31,14 @@ COMMON_FOLDERS = frozenset({
     "bin", "lib", "packages", "apps", "public", "assets", "backup", "backups", "archive", "sandbox", "playground",
 })
 
+#: Folders many repositories have inside them: a project named like one (a session started in a
+#: monorepo's ``frontend``) names no checkout elsewhere (:func:`brain.core.project_feed.named_projects`).
+SUBFOLDER_NAMES = frozenset({
+    "frontend", "backend", "server", "client", "mobile", "admin", "core", "common", "shared", "utils", "util",
+    "infra", "deploy", "website", "site", "static", "styles", "components", "services", "modules", "plugins",
+    "examples", "example", "demo", "tools", "vendor", "node_modules", "output", "logs", "cache", "migrations",
+    "templates", "docker", "settings", "database", "src-tauri", "android", "ios", "cli",
+})
 
 def repository_path(path: str) -> str:
     """``path`` (``/`` separators) without a worktree tail kept inside the repository."""
