@@ -278,3 +278,14 @@ def test_a_folder_named_like_a_project_is_its_checkout_elsewhere() -> None:
                     created="2026-11-20T08:00:00Z", last_active="2026-11-20T09:00:00Z",
                     files=["blog/frontend/styles.css"])
     assert "styles.css" not in rendered([front, blog], "projects/frontend.md")
+    # a top-level folder is the system's: a project called private is not macOS's /private
+    private = arc_note("2026-11-21-p-0123456789f8", title="Vault", project="private", cwd="/srv/private")
+    build = arc_note("2026-11-20-x-0123456789f9", title="Build", project="tools", cwd="/srv/tools",
+                     created="2026-11-20T08:00:00Z", last_active="2026-11-20T09:00:00Z",
+                     files=["/private/etc/hosts", "/private/var/folders/xy/T/out.log"])
+    assert "hosts" not in rendered([private, build], "projects/private.md")
+    # a drive's top-level folder can be a checkout
+    drive = arc_note("2026-11-19-d-0123456789fa", title="Copy the config", project="tools", cwd="E:\\tools",
+                     created="2026-11-19T08:00:00Z", last_active="2026-11-19T09:00:00Z",
+                     files=["D:\\M-Claude\\config.toml"])
+    assert "`config.toml`" in rendered([own, drive], "projects/m-claude.md")

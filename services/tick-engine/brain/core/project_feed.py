@@ -387,9 +387,14 @@ def named_projects(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, str]
 
 def _named_folder(full: str, named: Mapping[str, str], project: str) -> tuple[str, set[str]]:
     """The deepest folder of ``full`` (a file's absolute path) named like a project other than
-    ``project``, below any home folder, and that project; ("", empty) when there is none."""
+    ``project``, not a top-level folder (``/private`` of ``/private/var/folders/…`` is macOS's, not
+    a project called private; a drive's ``D:/M-Claude`` can be one) nor a home folder, and that
+    project; ("", empty) when there is none, or the file is scratch (``/tmp/…``)."""
+    if full.startswith(SCRATCH_PREFIXES):
+        return "", set()
     parts = full.split("/")
-    for index in range(len(parts) - 2, 0, -1):
+    lowest = 2 if parts[0] == "" else 1  # ``D:/M-Claude`` is a drive's folder, ``/private`` the system's
+    for index in range(len(parts) - 2, lowest - 1, -1):
         owner = named.get(parts[index].lower())
         if owner is not None:
             folder = "/".join(parts[:index + 1])
