@@ -60,15 +60,13 @@ from brain.core.session import Lesson, Session, is_joyful
 from brain.core.text import error_names
 from brain.core.timeutil import iso, parse_instant
 from brain.core.worklog import identifiers
-from brain.core.workpaths import own_file_rank, sibling_folder
+from brain.core.workpaths import DRIVE_PATH, own_file_rank, sibling_folder
 from brain.settings import Settings
 
 TITLE_CHARS = 70
 SLUG_CHARS = 40
 #: An arc whose last session ended within this many hours of ``now`` starts ``active``.
 ACTIVE_HOURS = 72
-#: An absolute Windows path (``C:/Users/…``): outside the repository, like ``/…`` and ``~/…``.
-_DRIVE = re.compile(r"^[A-Za-z]:/")
 #: Frontmatter work keys: how many items each list keeps.
 FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 60, 30, 5, 15, 10
 ERROR_CHARS, LAST_PROMPT_CHARS = 120, 200
@@ -297,7 +295,7 @@ def _latest(sessions: Sequence[Session]) -> Session:
 def _foreign(path: str, cwd: str) -> bool:
     """A file outside the work: an absolute path (``/…``, ``~/…``, ``C:/…``) that is not in a
     folder beside the repository (``~/.claude/…``, ``/usr/lib/…``, another drive)."""
-    return (path.startswith(("/", "~")) or _DRIVE.match(path) is not None) and not sibling_folder(path, cwd)
+    return (path.startswith(("/", "~")) or DRIVE_PATH.match(path) is not None) and not sibling_folder(path, cwd)
 
 
 def _merge(ranked: Iterable[str], earlier: Iterable[str], limit: int) -> list[str]:

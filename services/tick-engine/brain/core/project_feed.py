@@ -60,7 +60,7 @@ from brain.core.text import cut_path
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
 from brain.core.vocab import RECENT_WORK, TOMBSTONE_STATUSES
-from brain.core.workpaths import ABSOLUTE_PATH, own_files_first, sibling_folder
+from brain.core.workpaths import ABSOLUTE_PATH, DRIVE_PATH, own_files_first, sibling_folder
 from brain.settings import Settings
 
 FOLDER = "projects"
@@ -302,13 +302,10 @@ def _slashed(path: str) -> str:
     return redact(path).replace("\\", "/").rstrip("/")
 
 
-_DRIVE = re.compile(r"^[A-Za-z]:/")
-
-
 def _place(path: str) -> str:
     """``path`` as a key that names the same folder however it was typed: a Windows path (its
     drive letter) in lower case (``d:/ClaudeCode workspace`` is ``D:/ClaudeCode workspace``)."""
-    return path.lower() if _DRIVE.match(path) else path
+    return path.lower() if DRIVE_PATH.match(path) else path
 
 
 def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[ProjectArc]]:

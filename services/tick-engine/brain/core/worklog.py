@@ -42,6 +42,7 @@ from brain.core.session import (
     Todo,
 )
 from brain.core.text import error_names
+from brain.core.workpaths import DRIVE_PATH
 
 #: Programs that are plumbing, not the work (FEED-METRIC §2: shell utilities and all of git).
 SHELL_UTILITIES = frozenset(
@@ -394,7 +395,6 @@ PASTE_IDENTIFIERS = 12
 #: folder (``~/.claude/projects/<slug>/<session>/tool-results/toolu_….txt``). Read once by the
 #: session that wrote it, never by another: not part of the project's work.
 _SPILL_FILE = re.compile(r"/\.claude/projects/[^/]+/[^/]+/tool-results/")
-_DRIVE = re.compile(r"^[A-Za-z]:/")
 
 
 def relative_path(path: str, cwd: str) -> str:
@@ -402,7 +402,7 @@ def relative_path(path: str, cwd: str) -> str:
     letters understood: ``x:\\repo\\a.py`` lies in ``X:\\Repo``)."""
     norm = path.replace("\\", "/")
     root = cwd.replace("\\", "/").rstrip("/")
-    inside = norm.lower().startswith(root.lower() + "/") if _DRIVE.match(root) else norm.startswith(root + "/")
+    inside = norm.lower().startswith(root.lower() + "/") if DRIVE_PATH.match(root) else norm.startswith(root + "/")
     if root and inside:
         norm = norm[len(root) + 1 :]
     # A subagent's worktree of the same repository is the same file: .claude/worktrees/<agent>/src/x.py

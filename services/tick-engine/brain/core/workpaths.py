@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable
 
 ABSOLUTE_PATH = re.compile(r"^(?:/|[A-Za-z]:/)")
+#: A Windows path on a drive (``C:/Users/…``, ``/`` separators).
+DRIVE_PATH = re.compile(r"^[A-Za-z]:/")
 
 
 #: Files every project has; they rank after the project's own files.
