@@ -8,6 +8,7 @@ the inbox, the MCP server and the session-start hook.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 #: Worktrees kept inside the repository: ``<repo>/.claude/worktrees/<name>`` is ``<repo>``.
 WORKTREE_MARKERS = ("/.claude/worktrees/", "/.worktrees/", "/.git/worktrees/")
@@ -39,6 +40,20 @@ SUBFOLDER_NAMES = frozenset({
     "examples", "example", "demo", "tools", "vendor", "node_modules", "output", "logs", "cache", "migrations",
     "templates", "docker", "settings", "database", "src-tauri", "android", "ios", "cli",
 })
+
+def can_name_a_repository(name: str) -> bool:
+    """A folder name (lower case) that can name one repository wherever it is checked out: at
+    least :data:`WORKED_NAME_MIN` characters, neither generic (:data:`GENERIC_COMPONENTS`) nor a
+    folder every home has (:data:`COMMON_FOLDERS`)."""
+    return len(name) >= WORKED_NAME_MIN and name not in GENERIC_COMPONENTS and name not in COMMON_FOLDERS
+
+
+def sole_owners(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """name -> owner for the names of ``pairs`` that one owner only claims, in first-seen order."""
+    owners: dict[str, str | None] = {}
+    for name, owner in pairs:
+        owners[name] = owner if owners.get(name, owner) == owner else None
+    return {name: owner for name, owner in owners.items() if owner is not None}
 
 def repository_path(path: str) -> str:
     """``path`` (``/`` separators) without a worktree tail kept inside the repository."""

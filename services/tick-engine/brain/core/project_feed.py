@@ -48,13 +48,7 @@ from brain.core.feed_file import (
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
 from brain.core.model import ArcInfo
-from brain.core.project import (
-    COMMON_FOLDERS,
-    GENERIC_COMPONENTS,
-    SUBFOLDER_NAMES,
-    WORKED_NAME_MIN,
-    is_home_folder,
-)
+from brain.core.project import SUBFOLDER_NAMES, can_name_a_repository, is_home_folder, sole_owners
 from brain.core.redaction import redact
 from brain.core.text import cut_path
 from brain.core.text import error_names as text_error_names
@@ -365,21 +359,20 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
 
 def named_projects(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, str]:
     """Project names (lower case) that name a repository wherever it is checked out -> the
-    project: at least :data:`WORKED_NAME_MIN` characters, not generic (``src``, ``work``), not a
-    folder every home has (``Documents``, ``scripts``) or many repositories have (``frontend``,
-    ``server``), not a project whose sessions started in a home folder (its name is a user's),
-    and one project only. Read from each project's first :data:`SHOWN_ARCS` arcs, like
+    project: a name that can name a repository (:func:`brain.core.project.can_name_a_repository`:
+    not ``src``, ``Documents``…), nor a folder many repositories have (``frontend``, ``server``),
+    not a project whose sessions started in a home folder (its name is a user's), and one
+    project only. Read from each project's first :data:`SHOWN_ARCS` arcs, like
     :func:`visits`."""
-    names: dict[str, str | None] = {}
+    named: list[tuple[str, str]] = []
     for project, arcs in by_project.items():
         name = project.lower()
-        if len(name) < WORKED_NAME_MIN or name in GENERIC_COMPONENTS or name in COMMON_FOLDERS \
-                or name in SUBFOLDER_NAMES or name in UNKNOWN_PROJECTS:
+        if not can_name_a_repository(name) or name in SUBFOLDER_NAMES or name in UNKNOWN_PROJECTS:
             continue
         if any(pa.arc.cwd and is_home_folder(pa.arc.cwd) for pa in arcs[:SHOWN_ARCS]):
             continue
-        names[name] = project if names.get(name, project) == project else None
-    return {name: project for name, project in names.items() if project is not None}
+        named.append((name, project))
+    return sole_owners(named)
 
 
 def _named_folder(full: str, named: Mapping[str, str], project: str) -> tuple[str, set[str]]:

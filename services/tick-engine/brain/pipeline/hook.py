@@ -29,13 +29,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from brain.core.project import (
-    COMMON_FOLDERS,
     GENERIC_COMPONENTS,
     WORKED_NAME_MIN,
+    can_name_a_repository,
     in_home,
     is_home_folder,
     is_system_folder,
     project_name,
+    sole_owners,
 )
 from brain.core.project import repository_path as strip_worktree
 from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK
@@ -253,19 +254,17 @@ def about_anything(path: str) -> bool:
 def _worked_names(touched: Mapping[str, str]) -> dict[str, str]:
     """The names of the outermost folders projects' sessions worked in (lower case; not their
     sub-folders, ``M-Claude`` and not ``M-Claude/scripts``) -> the project, where the name can
-    name a repository: not generic nor a folder every home has (:data:`COMMON_FOLDERS`), not a
-    home folder's user name, at least :data:`WORKED_NAME_MIN` characters, and only one project
-    worked in folders of that name."""
-    names: dict[str, str | None] = {}
+    name a repository (:func:`brain.core.project.can_name_a_repository`), not a home folder's
+    user name, and only one project worked in folders of that name."""
+    named: list[tuple[str, str]] = []
     for folder, project in touched.items():
         name = folder.rsplit("/", 1)[-1].lower()
-        if len(name) < WORKED_NAME_MIN or name in GENERIC_COMPONENTS or name in COMMON_FOLDERS \
-                or is_home_folder(folder):
+        if not can_name_a_repository(name) or is_home_folder(folder):
             continue
         if project in (touched.get(folder.rsplit("/", 1)[0]), touched.get(folder.rsplit("/", 2)[0])):
             continue  # a sub-folder (work folders lie at most two levels below a session's folder)
-        names[name] = project if names.get(name, project) == project else None
-    return {name: project for name, project in names.items() if project is not None}
+        named.append((name, project))
+    return sole_owners(named)
 
 
 #: How many folders up from the cwd a worktree's ``.git`` file is looked for.
@@ -360,10 +359,7 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
             return found, NAME
     # The same folder numbered another way (``02_Clockhelp`` and ``Clockhelp``, ``3 - Notes``):
     # folders sorted by a number in front, a number that changes when they are sorted again.
-    unnumbered: dict[str, str | None] = {}
-    for key, name in by_name.items():
-        bare = unnumbered_name(key)
-        unnumbered[bare] = name if unnumbered.get(bare, name) == name else None
+    unnumbered = sole_owners((unnumbered_name(key), name) for key, name in by_name.items())
     for component in components:
         bare = unnumbered_name(component)
         found = unnumbered.get(bare) if len(bare) >= WORKED_NAME_MIN else None
