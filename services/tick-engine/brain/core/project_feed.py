@@ -141,6 +141,12 @@ class ProjectArc:
     visit: bool = False
 
 
+def work_order(pa: ProjectArc) -> tuple[bool, float, bool, str]:
+    """How a project's arcs are listed: real work before scripted runs, most recent first, its
+    own arc before another project's visit of the same instant."""
+    return pa.scripted, -pa.last_active.timestamp(), pa.visit, pa.arc.cluster_id
+
+
 def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[ProjectArc]]:
     """Project -> its arcs, real work first, then most recent first."""
     by_project: dict[str, list[ProjectArc]] = {}
@@ -155,7 +161,7 @@ def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[Project
         one_shot = is_one_shot(arc, created_of(decision.note), last)
         by_project.setdefault(project, []).append(ProjectArc(decision, arc, last, one_shot))
     for arcs in by_project.values():
-        arcs.sort(key=lambda a: (a.scripted, -a.last_active.timestamp(), a.arc.cluster_id))
+        arcs.sort(key=work_order)
     return by_project
 
 
@@ -647,8 +653,7 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     learned = arc_lessons(arcs)
     worked = arcs
     if visited:
-        worked = [arcs[0], *sorted([*arcs[1:], *visited],
-                                   key=lambda a: (a.scripted, -a.last_active.timestamp(), a.visit, a.arc.cluster_id))]
+        worked = [arcs[0], *sorted([*arcs[1:], *visited], key=work_order)]
     rows, on_rows = recent_work(worked, learned)
     above = [*handoff(project, arcs), *signal_items, *rows, *lessons(arcs, learned, on_rows)]
     feed.items = [*above, *used_here(worked, above), *inject_items]
