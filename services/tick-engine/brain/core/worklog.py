@@ -288,10 +288,7 @@ def _is_file_name(word: str) -> bool:
 def error_signature(text: str) -> str:
     """A short, stable name of what went wrong in a tool's error output ("" for harness noise).
     A long output is read at both ends: a server log or a test run says what went wrong last."""
-    if len(text) > 6000:
-        tail = text[-4000:]
-        text = text[:2000] + "\n" + tail[tail.find("\n") + 1 :]
-    head = text.replace("\\n", "\n").replace("\\t", " ")  # output a hook escaped
+    head = _both_ends(text).replace("\\n", "\n").replace("\\t", " ")  # output a hook escaped
     if any(marker in head[:400] for marker in _HARNESS_ERRORS):
         return ""
     raised = list(_RAISED.finditer(head))
@@ -315,9 +312,15 @@ def output_error_names(text: str) -> tuple[str, ...]:
     """The distinct error names a tool's error output mentions (:func:`brain.core.text.error_names`),
     read like :func:`error_signature` reads it (both ends of a long output), at most
     :data:`MAX_FAILURE_NAMES`."""
-    if len(text) > 6000:
-        text = text[:2000] + "\n" + text[-4000:]
-    return tuple(dict.fromkeys(error_names(text)))[:MAX_FAILURE_NAMES]
+    return tuple(dict.fromkeys(error_names(_both_ends(text))))[:MAX_FAILURE_NAMES]
+
+
+def _both_ends(text: str) -> str:
+    """A long tool output's first 2 000 and last 4 000 characters (from a line's start)."""
+    if len(text) <= 6000:
+        return text
+    tail = text[-4000:]
+    return text[:2000] + "\n" + tail[tail.find("\n") + 1 :]
 
 
 def _line_around(text: str, index: int) -> str:
