@@ -239,6 +239,13 @@ def test_work_another_projects_session_did_in_this_projects_folder_is_its_recent
                      files=["D:\\Sites\\Shop\\cart.php", "run.ps1"])
     assert "`cart.php`" in rendered([site, admin], "projects/site.md")
     assert "· site ·" not in rendered([site, admin], "projects/tools.md")  # its own work, no visit back
+    # a visit's files are redacted as every feed line is, however they were matched
+    leaky = arc_note("2026-11-20-f-0123456789dc", title="Keys for mentis", project="fortune_ai",
+                     cwd="/home/ana/work/fortune_ai", created="2026-11-20T10:00:00Z", last_active="2026-11-20T10:30:00Z",
+                     files=["/home/ana/work/mentis/keys/AKIAIOSFODNN7EXAMPLE.txt"])
+    text = rendered([own, older_own, leaky], "projects/mentis.md")
+    assert "· fortune_ai · Keys for mentis" in text and "AKIAIOSFODNN7EXAMPLE" not in text
+    assert "`keys/[REDACTED].txt`" in text
     # without the visiting sessions, the project's own older arc has the row
     alone = rendered([own, older_own], "projects/mentis.md")
     assert lines_starting(alone, "- 2026-11-18 · Schema") and "vector_service" not in alone
