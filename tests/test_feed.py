@@ -215,6 +215,13 @@ def test_the_index_names_the_folders_each_project_worked_on_from_beside_them() -
                                   "C:/Users/you/.claude": "cfg"}) == {
         "/home/me/Documents/site": "me", "/home/me/M-Claude": "me", "/home/me/src/app": "tool",
         "C:/Users/me/OneDrive/Vault": "docs", "C:/Users/me/kit": "docs", "C:/Users/me/site": "cfg"}
+    # The index is read by every hook: a folder is shown redacted, and it is a recorded cwd when
+    # its redacted form is one (the cwds are recorded redacted).
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    secret = {"docs": [arc("/w/docs", f"/w/{token}/lib/a.py", f"/w/{token}/lib/b.py")],
+              "x": [arc(f"/w/{token}/x", "a/b.py", "a/c.py")]}
+    assert touched_folders(secret, {"/w/[REDACTED]/x": "x"}) == {"/w/[REDACTED]": "docs", "/w/[REDACTED]/x/a": "x"}
+    assert touched_folders(secret, {"/w/[REDACTED]": "x"}) == {"/w/[REDACTED]/x/a": "x"}
 
 
 def test_scripted_one_shot_runs_rank_below_real_work(vault: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brain.core.redaction import REDACTED, clean_text, redact, redact_obj
+from brain.core.redaction import RECURRING_CHARS, REDACTED, clean_text, redact, redact_obj, redact_recurring
 from tests.support.fresh import assert_in_fresh_interpreter
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "sessions"
@@ -165,6 +165,15 @@ def test_placeholders_and_ordinary_text_are_left_alone(text: str) -> None:
 def test_redaction_is_idempotent(kind: str, text: str, secret: str, context: str) -> None:
     once = redact(text)
     assert redact(once) == once
+
+
+@pytest.mark.parametrize(("kind", "text", "secret", "context"), POSITIVE, ids=[p[0] for p in POSITIVE])
+def test_the_feeds_memoised_redaction_redacts_the_same(kind: str, text: str, secret: str, context: str) -> None:
+    # the feed renders a cwd or a file once per arc and project: redacted once, the same answer
+    # every time, short or past the memo's length
+    for value in (text, text + " " * RECURRING_CHARS):
+        assert redact_recurring(value) == redact_recurring(value) == redact(value)
+        assert secret not in redact_recurring(value)
 
 
 @given(st.text(max_size=300))

@@ -28,6 +28,7 @@ and type names (``password: string``). Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -430,6 +431,22 @@ def redact(text: str) -> str:
                 continue
         text = step.pattern.sub(step.handler, text)
     return text
+
+
+#: Strings up to this long go through :func:`redact_recurring`'s memo.
+RECURRING_CHARS = 400
+
+
+@functools.lru_cache(maxsize=8192)
+def _redact_memo(text: str) -> str:
+    return redact(text)
+
+
+def redact_recurring(text: str) -> str:
+    """:func:`redact` for the short strings a feed build renders again and again (a cwd for each
+    of a project's arcs, a file or command for every arc and project that lists it): each one
+    redacted once per process. Same result as :func:`redact` (it is pure)."""
+    return _redact_memo(text) if len(text) <= RECURRING_CHARS else redact(text)
 
 
 def redact_obj(value: Any) -> Any:
