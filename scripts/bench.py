@@ -49,6 +49,33 @@ BODY = textwrap.dedent("""\
     - {session}
     """)
 TOPICS = ["ingest", "auth", "billing", "search", "feed", "scheduler", "cache", "gateway", "etl", "vault"]
+#: What a real arc's frontmatter carries besides its standing (CLUSTERS.md): the latest session's
+#: cwd and branch, up to 60 files, 30 commands, errors, identifiers, the last prompt and state.
+FOLDERS = ["src", "src/api", "src/core", "src/core/models", "src/workers", "tests", "tests/unit", "docs",
+           "scripts", "deploy/helm", "web/components", "web/pages"]
+COMMANDS = ["pytest", "pytest tests/unit", "git status", "git diff", "git log", "git commit", "make test", "make lint",
+            "ruff check", "mypy", "npm test", "npm run build", "docker compose up", "kubectl get pods", "helm template",
+            "uv run", "python -m {topic}", "curl", "rg", "ls", "cat", "sed", "gh pr create", "gh run view",
+            "terraform plan", "go test", "cargo build", "jq", "psql", "redis-cli"]
+ERRORS = ["AssertionError", "KeyError", "TimeoutError", "ECONNREFUSED", "ModuleNotFoundError", "TS2345", "ValueError"]
+
+
+def _work(rng: random.Random, topic: str) -> str:
+    """The frontmatter lines of where an arc's work stands, as ``brain cluster`` writes them."""
+    home = f"/home/dev/work/{topic}"
+    files = sorted({f"{rng.choice(FOLDERS)}/{topic}_{rng.randint(0, 40)}.py" for _ in range(rng.randint(3, 40))})
+    if rng.random() < 0.2:  # a file of the project next door
+        files.append(f"/home/dev/work/{rng.choice(TOPICS)}/src/shared_{rng.randint(0, 9)}.py")
+    commands = rng.sample(COMMANDS, rng.randint(2, 30))
+    errors = rng.sample(ERRORS, rng.randint(0, 3))
+    lines = [f"cwd: {home}", f"branch: {rng.choice(['main', f'fix/{topic}-{rng.randint(1, 99)}', ''])!r}",
+             "files:", *(f"- {f}" for f in files), "commands:", *(f"- {c.format(topic=topic)}" for c in commands),
+             "open_errors:", *(f"- '{e}: {topic} step {rng.randint(1, 9)} failed'" for e in errors[:1]),
+             "errors_met:", *(f"- {e}" for e in errors), "identifiers:",
+             *(f"- {topic}_{word}" for word in rng.sample(["retry", "budget", "queue", "token", "shard", "lease"], 3)),
+             f"last_prompt: run the {topic} tests again and fix what fails",
+             f"last_state: 'The {topic} tests pass; the retry budget is now read from settings.'"]
+    return "\n".join(lines) + "\n"
 
 
 def generate(vault: Path, count: int, seed: int = 7) -> None:
@@ -80,7 +107,7 @@ def generate(vault: Path, count: int, seed: int = 7) -> None:
             f"heat: 0\ncreated: '2026-{month:02d}-{day:02d}T09:00:00Z'\nlast_active: '{last}'\nproject: {TOPICS[i % 10]}\n"
             f"agents:\n- claude-code\nsource_sessions:\n" + "".join(f"- {s}\n" for s in sessions)
             + f"activity:\n  sessions: {len(sessions)}\n  user_turns: 20\n  tool_calls: {tools}\n  errors: 1\n"
-            f"  joy: {i % 2}\n  compactions: 0\nsynthesized: false\n---\n"
+            f"  joy: {i % 2}\n  compactions: 0\nsynthesized: false\n" + _work(rng, TOPICS[i % 10]) + "---\n"
         )
         body = BODY.format(title=f"{TOPICS[i % 10].title()} work {i}", topic=TOPICS[i % 10], day=day, tools=tools,
                            extra=extra, edge=ids[(i + 1) % count], session=sessions[0])
