@@ -428,6 +428,25 @@ def test_the_same_place_in_another_home_is_the_same_project() -> None:
     assert hook.match_project(index, "/srv/.claude") is None  # outside any home: only the names count
 
 
+def test_a_repository_in_a_home_area_is_its_own_project_not_the_area_s() -> None:
+    # Sessions started in ~/Downloads fixed a script there; the operator then cloned a repository
+    # they worked on from ~/Documents into ~/Downloads: its first session there is that
+    # repository's work (found by name), not the Downloads project's.
+    index = hook.ProjectIndex({"Downloads": "a.md", "claude-backups": "b.md", "Desktop": "c.md"},
+                              {"/home/u/Downloads": "Downloads", "/home/u/Documents/claude-backups": "claude-backups",
+                               "C:/Users/u/Desktop": "Desktop"}, None, None)
+    assert hook.match_project(index, "/home/u/Downloads/claude-backups") == ("claude-backups", hook.NAME)
+    assert hook.match_project(index, "/home/u/Downloads/claude-backups/database") == ("claude-backups", hook.NAME)
+    assert hook.match_project(index, "C:\\Users\\u\\Desktop\\claude-backups") == ("claude-backups", hook.NAME)
+    assert hook.match_project(index, "/home/u/Downloads") == ("Downloads", hook.ROOT)
+    # a folder there no project is named after is still the area's, by its name
+    assert hook.match_project(index, "/home/u/Downloads/openvino") == ("Downloads", hook.NAME)
+    # where the area's own sessions worked, it keeps the folder (evidence before names)
+    worked = hook.ProjectIndex(index.files, index.roots, None, None,
+                               touched={"/home/u/Downloads/claude-backups": "Downloads"})
+    assert hook.match_project(worked, "/home/u/Downloads/claude-backups") == ("Downloads", hook.TOUCHED)
+
+
 def test_a_session_started_in_a_system_folder_gets_the_work_across_projects(projects: Path) -> None:
     # Sessions run in C:\Windows\System32 (an elevated terminal) are recorded like any other:
     # that folder is still no project, and its chats do not stand for the fleet's recent work.

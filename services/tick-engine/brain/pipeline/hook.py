@@ -295,9 +295,11 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     that starts with a project's name and a separator (``<repo>-<branch>``). Before the names, a
     folder at the same place in another home as a recorded cwd (:func:`~brain.core.project.in_home`:
     the operator's other machine) gets that cwd's project. A home folder
-    (:func:`~brain.core.project.is_home_folder`) and a folder of projects (the index's
-    ``holders``: :func:`~brain.core.project_feed.folders_of_projects`) claim only the folders
-    their sessions worked in, and a home's user name names no project. A root or a Windows
+    (:func:`~brain.core.project.is_home_folder`), its desktop, documents and downloads
+    (:func:`about_anything`) and a folder of projects (the index's ``holders``:
+    :func:`~brain.core.project_feed.folders_of_projects`) claim only the folders their sessions
+    worked in (a repository cloned into ~/Downloads is found by its name), and a home's user
+    name names no project. A root or a Windows
     system folder (:func:`~brain.core.project.is_system_folder`) is no project's: a session
     started there gets the recent work across projects.
 
@@ -314,11 +316,13 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     path = normal_path(cwd)
     if is_system_folder(path):
         return None
-    # A home folder's sessions are about anything, and a folder holding other projects' roots is
-    # a folder of projects: each claims the folders below it where its sessions worked
-    # (``touched``), not every folder below it.
+    # A home folder's sessions are about anything, and so are its desktop's, documents' and
+    # downloads' (:func:`about_anything`: ``~/Downloads/claude-backups`` is a checkout of the
+    # claude-backups repository, not work of a session that fixed a script in ~/Downloads); a
+    # folder holding other projects' roots is a folder of projects: each claims the folders
+    # below it where its sessions worked (``touched``), then by name, not every folder below it.
     recorded = _deepest(index.roots, path,
-                        claims=lambda root: not is_home_folder(root) and root not in index.holders)
+                        claims=lambda root: not about_anything(root) and root not in index.holders)
     touched = _deepest(index.touched, path)
     if recorded is not None:
         if touched is not None and touched[0] > recorded[0] and touched[1] != recorded[1]:
@@ -337,9 +341,10 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         elsewhere: dict[str, set[str]] = {}
         for root, project in index.roots.items():
             other = in_home(root)
-            # below it, unless it is a folder of projects (then it names none of the folders in it)
-            if other is not None and (place == other or (place.startswith(other + "/")
-                                                         and root not in index.holders)):
+            # below it, unless it is a folder of projects or a home's desktop, documents or
+            # downloads (then it names none of the folders in it)
+            if other is not None and (place == other or (place.startswith(other + "/") and root not in index.holders
+                                                         and not about_anything(root))):
                 elsewhere.setdefault(other, set()).add(project)
         if elsewhere:
             same = elsewhere[max(elsewhere, key=len)]
