@@ -175,6 +175,9 @@ def test_error_signatures() -> None:
                            "t.py:60: AssertionError") == "t.py:60: AssertionError"
     assert error_signature("SIM115 Use a context manager for opening files\n --> a.py:3:5\nFound 1 error.") == \
         "SIM115 Use a context manager for opening files"
+    # a coloured script output (mk's flow scripts) reads as its words, not "[0;90mNo active session[0m"
+    assert error_signature("Exit code 1\n\x1b[0;90mNo active session\x1b[0m") == "No active session"
+    assert error_signature("\x1b[0;31m[FAIL]\x1b[0m Failed to lock story") == "[FAIL] Failed to lock story"
 
 
 def test_operator_feedback_on_a_stopped_command_is_a_decision() -> None:

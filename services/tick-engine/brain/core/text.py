@@ -75,6 +75,11 @@ def strip_marker_syntax(text: str) -> str:
     return text
 
 
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escapes (colours, cursor moves, titles)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
 def printable(text: str, keep: str = "") -> str:
     """``text`` with lone surrogates as U+FFFD, ANSI escapes removed, and every control,
     separator, format or unassigned character but those in ``keep`` a space."""

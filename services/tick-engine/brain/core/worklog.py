@@ -41,7 +41,7 @@ from brain.core.session import (
     Lesson,
     Todo,
 )
-from brain.core.text import error_names
+from brain.core.text import error_names, strip_ansi
 from brain.core.workpaths import DRIVE_PATH
 
 #: Programs that are plumbing, not the work (FEED-METRIC §2: shell utilities and all of git).
@@ -316,11 +316,12 @@ def output_error_names(text: str) -> tuple[str, ...]:
 
 
 def _both_ends(text: str) -> str:
-    """A long tool output's first 2 000 and last 4 000 characters (from a line's start)."""
-    if len(text) <= 6000:
-        return text
-    tail = text[-4000:]
-    return text[:2000] + "\n" + tail[tail.find("\n") + 1 :]
+    """A long tool output's first 2 000 and last 4 000 characters (from a line's start), without
+    its terminal escapes (a coloured ``[FAIL]`` is read, and kept, as ``[FAIL]``)."""
+    if len(text) > 6000:
+        tail = text[-4000:]
+        text = text[:2000] + "\n" + tail[tail.find("\n") + 1 :]
+    return strip_ansi(text)
 
 
 def _line_around(text: str, index: int) -> str:
