@@ -49,6 +49,9 @@ def test_error_names_are_classes_errno_names_and_codes_not_shouted_words() -> No
 
     text = "ERROR: connect ECONNREFUSED; AssertionError, TS2345 and E0308; EXPECTED ENOENT"
     assert error_names(text) == ["ECONNREFUSED", "AssertionError", "TS2345", "E0308", "ENOENT"]
+    # Node's and pnpm's codes, met again and again by a project's sessions; not a shouted ERR_X
+    node = " ERR_PNPM_NO_SCRIPT  Missing script: typecheck; Error [ERR_MODULE_NOT_FOUND]: x; ERR_X"
+    assert error_names(node) == ["ERR_PNPM_NO_SCRIPT", "ERR_MODULE_NOT_FOUND"]
 
 
 @given(st.lists(st.text(alphabet="abcXYZ019_.- ", min_size=1, max_size=12), min_size=1, max_size=12),

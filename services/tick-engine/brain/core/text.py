@@ -108,10 +108,11 @@ def clean_block(text: str, max_chars: int) -> str:
     return cut(safe, max(1, max_chars))
 
 
-#: Error class names, errno names and compiler codes (``AssertionError``, ``ECONNREFUSED``, ``TS2345``).
+#: Error class names, errno names, Node's and pnpm's error codes and compiler codes
+#: (``AssertionError``, ``ECONNREFUSED``, ``ERR_PNPM_NO_SCRIPT``, ``TS2345``).
 ERROR_NAME = re.compile(
     r"\b(?:[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure|Fault)|E[A-Z]{3,}[A-Z0-9]*"
-    r"|TS\d{4}|E\d{4})\b"
+    r"|ERR_[A-Z0-9]+(?:_[A-Z0-9]+)+|TS\d{4}|E\d{4})\b"
 )
 
 
