@@ -525,6 +525,30 @@ def test_powershell_calls_are_shell_commands(tmp_path: Path) -> None:
     assert dict(session.files_read) == {"tools/seed_data.py": 1}
 
 
+def test_codex_on_windows_runs_its_command_lines_in_powershell(tmp_path: Path) -> None:
+    # Codex Desktop on Windows (LAF-US/IDAHO-VAULT): ``shell_command`` lines are PowerShell, whose
+    # keywords (``continue } elseif``) start no program and whose backslashes are separators.
+    script = ("$all = @(); Get-ChildItem -Recurse -Filter *.md | ForEach-Object { foreach ($line in $lines) "
+              "{ if ($x) { $t = $true; continue } elseif ($y) { break } else { $n++ } } }; "
+              "npm run build; py tools\\seed.py")
+    for cwd, expected in (("C:\\Users\\l\\vault", ["npm run build", "py seed.py"]),
+                          # read as a POSIX line elsewhere: there these words would be programs
+                          ("/home/l/vault", ["continue elseif", "npm run build", "py seed.py"])):
+        day = tmp_path / cwd[0].replace("/", "posix") / "codex" / "2026" / "04" / "10"
+        day.mkdir(parents=True)
+        sid = "019d781a-be34-7041-abb1-577f9360b907"
+        lines = [{"timestamp": "2026-04-10T15:55:19.835Z", "type": "session_meta", "payload": {"id": sid, "cwd": cwd}},
+                 {"timestamp": "2026-04-10T15:55:20.000Z", "type": "response_item",
+                  "payload": {"type": "message", "role": "user",
+                              "content": [{"type": "input_text", "text": "list the tags of every note"}]}},
+                 {"timestamp": "2026-04-10T15:55:30.000Z", "type": "response_item",
+                  "payload": {"type": "function_call", "name": "shell_command", "call_id": "c1",
+                              "arguments": json.dumps({"command": script})}}]
+        (day / f"rollout-2026-04-10T09-55-11-{sid}.jsonl").write_bytes(b"".join(line(r) for r in lines))
+        session = by_id(run(codex=day.parents[2]))[sid]
+        assert [c for c, _ in session.commands] == expected, cwd
+
+
 def test_an_unknown_slash_command_is_no_prompt_and_never_a_title(tmp_path: Path) -> None:
     """Claude Code answers a mistyped `/btw` by writing "Unknown skill: btw" as the user's turn
     (seen in real logs, setG): the operator's prompts are the ones around it."""

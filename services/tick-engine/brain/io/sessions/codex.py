@@ -77,6 +77,8 @@ _EXIT_TEXT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 _EXIT_JSON = re.compile(r'"exit_code"\s*:\s*(-?\d+)')
 _REQUEST = "## My request for Codex:"
 _ROLLOUT_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+#: A session working on a Windows drive (``C:\Users\…``): its command lines run in PowerShell.
+_WINDOWS_CWD = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 def is_scaffolding(text: str) -> bool:
@@ -325,11 +327,14 @@ class _Rollout:
             self.work.tool(call_id, self.line, name)
             return
         command = args.get("cmd") if isinstance(args.get("cmd"), str) else args.get("command")
+        # A command line on its own runs in the user's shell: PowerShell where the session works
+        # on a Windows drive (``continue } elseif (…)`` are no programs there).
+        powershell = isinstance(command, str) and _WINDOWS_CWD.match(self.meta_cwd or self.work.cwd or "") is not None
         if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
             # ["bash", "-lc", "uv run pytest"]: the script; otherwise the argv joined.
             command = command[-1] if len(command) >= 3 and command[1] in ("-lc", "-c") else " ".join(command)
         if isinstance(command, str) and command.strip():
-            self.work.shell(call_id, self.line, command)
+            self.work.shell(call_id, self.line, command, powershell=powershell)
             return
         if name == "update_plan" and isinstance(args.get("plan"), list):
             items = [(str(step.get("status") or "pending"), one_line(step.get("step"), 300))
