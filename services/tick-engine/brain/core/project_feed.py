@@ -331,6 +331,7 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
                     roots.setdefault(_place(cwd), set()).add(project)
     named = named_projects(by_project)
     found: dict[str, dict[str, tuple[ProjectArc, list[str]]]] = {}
+    holders: dict[str, str] = {}  # a file's folder -> the deepest recorded cwd holding it, or its top
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
             if not pa.arc.cwd or not pa.arc.files:
@@ -340,9 +341,14 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
             for path in pa.arc.files:
                 slashed = _slashed(path)
                 full = slashed if ABSOLUTE_PATH.match(slashed) else f"{cwd}/{slashed}"
-                folder = full.rsplit("/", 1)[0]
-                while folder.count("/") >= 2 and _place(folder) not in roots:  # the deepest recorded cwd holding it
-                    folder = folder.rsplit("/", 1)[0]
+                folder = start = full.rsplit("/", 1)[0]
+                known = holders.get(start)
+                if known is not None:
+                    folder = known
+                else:
+                    while folder.count("/") >= 2 and _place(folder) not in roots:  # the deepest recorded cwd holding it
+                        folder = folder.rsplit("/", 1)[0]
+                    holders[start] = folder
                 key = _place(folder)
                 if key in roots:
                     owners = roots[key] - {project}
