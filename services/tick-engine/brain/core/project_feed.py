@@ -331,7 +331,7 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
                     roots.setdefault(_place(cwd), set()).add(project)
     named = named_projects(by_project)
     found: dict[str, dict[str, tuple[ProjectArc, list[str]]]] = {}
-    holders: dict[str, str] = {}  # a file's folder -> the deepest recorded cwd holding it, or its top
+    holding: dict[str, str] = {}  # a file's folder -> the deepest recorded cwd holding it, or its top
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
             if not pa.arc.cwd or not pa.arc.files:
@@ -342,13 +342,13 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
                 slashed = _slashed(path)
                 full = slashed if ABSOLUTE_PATH.match(slashed) else f"{cwd}/{slashed}"
                 folder = start = full.rsplit("/", 1)[0]
-                known = holders.get(start)
+                known = holding.get(start)
                 if known is not None:
                     folder = known
                 else:
                     while folder.count("/") >= 2 and _place(folder) not in roots:  # the deepest recorded cwd holding it
                         folder = folder.rsplit("/", 1)[0]
-                    holders[start] = folder
+                    holding[start] = folder
                 key = _place(folder)
                 if key in roots:
                     owners = roots[key] - {project}

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.core.worklog import WorkLog
+from brain.core.workpaths import DRIVE_PATH
 from brain.io.sessions import (
     DETACHED_HEAD,
     MAX_FILES,
@@ -77,8 +78,6 @@ _EXIT_TEXT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 _EXIT_JSON = re.compile(r'"exit_code"\s*:\s*(-?\d+)')
 _REQUEST = "## My request for Codex:"
 _ROLLOUT_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
-#: A session working on a Windows drive (``C:\Users\…``): its command lines run in PowerShell.
-_WINDOWS_CWD = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 def is_scaffolding(text: str) -> bool:
@@ -329,7 +328,8 @@ class _Rollout:
         command = args.get("cmd") if isinstance(args.get("cmd"), str) else args.get("command")
         # A command line on its own runs in the user's shell: PowerShell where the session works
         # on a Windows drive (``continue } elseif (…)`` are no programs there).
-        powershell = isinstance(command, str) and _WINDOWS_CWD.match(self.meta_cwd or self.work.cwd or "") is not None
+        cwd = (self.meta_cwd or self.work.cwd or "").replace("\\", "/")
+        powershell = isinstance(command, str) and DRIVE_PATH.match(cwd) is not None
         if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
             # ["bash", "-lc", "uv run pytest"]: the script; otherwise the argv joined.
             command = command[-1] if len(command) >= 3 and command[1] in ("-lc", "-c") else " ".join(command)
