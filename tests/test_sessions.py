@@ -561,6 +561,29 @@ def test_an_unknown_slash_command_is_no_prompt_and_never_a_title(tmp_path: Path)
     assert session.first_prompt == session.last_prompt == "root the avd image so that adb root works"
 
 
+def test_a_projects_own_slash_command_is_the_operators_prompt(tmp_path: Path) -> None:
+    """A session driven by a project's own command (``claude -p "/flow-work-story …"`` in a loop,
+    Mkid095/vps-system: a hundred such runs edited the project) starts with the command's envelope,
+    then its text as a meta message: the envelope is the prompt, so the session is one turn of
+    work, not nothing. Claude Code's own commands (``/clear``, ``/model``) stay harness text."""
+    from tests.eval_logs import SessionLog
+    envelope = ("<command-message>flow-work-story</command-message>\n<command-name>/flow-work-story</command-name>\n"
+                "<command-args>docs/prd-auth.json US-006</command-args>")
+    log = SessionLog(SID, "/w/platform", "2026-01-29T12:00").prompt(envelope)
+    log._record("user", {"role": "user", "content": [{"type": "text", "text": "# Flow Work Story\nProcess ONE story"}]},
+                isMeta=True)
+    log.tool("Edit", {"file_path": "/w/platform/src/whatsapp.ts", "old_string": "a", "new_string": "b"})
+    log.prompt("<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args></command-args>")
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert session.user_turns == 1
+    assert session.first_prompt == session.last_prompt == "/flow-work-story docs/prd-auth.json US-006"
+    other = "9c55a0a9-6dca-4424-b5a6-24be2bee671e"
+    SessionLog(other, "/w/platform", "2026-01-29T13:00").prompt(
+        "<command-name>/clear</command-name>\n<command-message>clear</command-message>").write(tmp_path / "projects")
+    assert by_id(run(tmp_path / "projects"))[other].user_turns == 0  # no human turn
+
+
 def test_a_background_shells_notification_is_no_prompt(tmp_path: Path) -> None:
     """Claude Code 2.0 tells the agent a background shell ended with a ``<bash-notification>``
     user turn (setI, setC); like the later ``<task-notification>``, nobody typed it."""

@@ -16,7 +16,10 @@ Rules (``reference/session-formats.md`` §1):
 - A human turn is a ``user`` record that is not ``isMeta``, not ``isCompactSummary``, not a
   sidechain, carries no ``tool_result`` and does not start with harness markup
   (``<command-name>``, ``<local-command-stdout>``, ``<system-reminder>``, ``Caveat:``,
-  ``[Request interrupted by user``, "This session is being continued…", ``Warmup`` …).
+  ``[Request interrupted by user``, "This session is being continued…", ``Warmup`` …),
+  except a slash command of the project's own or a prompt command (``/fix-issue 123``,
+  ``/review``; not Claude Code's ``/clear``, ``/model`` …): the operator typed it, its prompt is
+  ``/name args`` (a loop of ``claude -p "/work-story …"`` runs is work, not nothing).
   IDE context blocks (``<ide_selection>``, ``<ide_opened_file>``) are dropped from the text.
 - Records are counted once per ``uuid`` within a project folder (resume and compaction
   repeat them); files are read oldest mtime first, so a resumed file only adds what is new.
@@ -121,6 +124,34 @@ def prompt_text(content: Any) -> tuple[str, bool]:
     if "</" in text:
         text = _INLINE_MARKUP.sub("", text)
     return text.strip(), images
+
+
+_SLASH_NAME = re.compile(r"<command-name>\s*/?([^<>\s]{1,80})\s*</command-name>")
+_SLASH_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+#: Claude Code's own commands that act on the session or the setup, not on the work (``/clear``,
+#: ``/model``): their envelope is no prompt. Any other (``/review``, a project's own
+#: ``/fix-issue 123``) is what the operator asked for.
+LOCAL_COMMANDS = frozenset({
+    "add-dir", "agents", "allowed-tools", "approved-tools", "bashes", "btw", "bug", "clear", "compact", "config",
+    "context", "continue", "cost", "doctor", "exit", "export", "extra-usage", "fast", "feedback", "help", "hooks", "ide",
+    "install-github-app", "install-slack-app", "keybindings", "login", "logout", "mcp", "memory", "migrate-installer",
+    "mobile", "model", "output-style", "permissions", "plugin", "plugins", "privacy-settings", "quit",
+    "rate-limit-options", "release-notes", "reload-plugins", "remote-env", "resume", "rewind", "sandbox", "stats",
+    "status", "statusline", "tasks", "terminal-setup", "theme", "todos", "upgrade", "usage", "vim", "voice",
+})
+
+
+def slash_prompt(text: str) -> str | None:
+    """The prompt a slash command's envelope stands for (``/flow-work-story docs/prd.json US-006``):
+    the operator typed it, and the command's own text follows as a meta message. None for
+    Claude Code's own commands (:data:`LOCAL_COMMANDS`) and any other harness text."""
+    if not text.lstrip().startswith(("<command-name>", "<command-message>")):
+        return None
+    found = _SLASH_NAME.search(text[:4000])
+    if found is None or found.group(1).lower() in LOCAL_COMMANDS:
+        return None
+    args = _SLASH_ARGS.search(text[:4000])
+    return f"/{found.group(1)} {args.group(1).strip() if args else ''}".strip()
 
 
 def is_harness(text: str) -> bool:
@@ -320,7 +351,9 @@ class _MainSession:
         if not text and not images:
             return
         if text and is_harness(text):
-            return
+            text = slash_prompt(text) or ""  # a project's own command is the operator's prompt
+            if not text:
+                return
         stamp = time_key(record.get("timestamp"))
         self.prompts.add(stamp, text or "[image]")
         if text:
