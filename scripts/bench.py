@@ -1,5 +1,8 @@
 """`make bench`: synthetic vaults of 1 000, 10 000 and 50 000 arcs, ticked at the real cadence.
 
+Each arc carries what one written by ``brain cluster`` does (its cwd and branch, up to 40 files, 30
+commands, errors, identifiers, the last prompt and state), so the feed's per-file work is measured.
+
 For each size: a cold tick (no parse cache), a tick at the same instant, then 2 h, 24 h and
 7 days later on the unchanged vault (the CronJob runs every 2 h), and one tick after 1 % of the
 arcs were edited; then ``brain hook session-start`` in a known project's folder, as the agent
