@@ -549,6 +549,42 @@ def test_codex_on_windows_runs_its_command_lines_in_powershell(tmp_path: Path) -
         assert [c for c, _ in session.commands] == expected, cwd
 
 
+def test_codex_subagent_threads_fold_into_the_thread_that_spawned_them(tmp_path: Path) -> None:
+    """Codex Desktop's ``spawn_agent`` writes each subagent thread as a rollout of its own, whose
+    ``session_meta.source.subagent.thread_spawn`` names the parent (LAF-US/IDAHO-VAULT: explorers
+    given the same brief minutes apart). Its prompt is the parent agent's, not a human's: its
+    reads, edits and commands are the parent session's, like Claude Code's subagents; a subagent's
+    subagent goes to the top thread; one whose parent is not read is an orphan, never a session."""
+    parent, child, grandchild, orphan = (f"019d4719-0000-7000-8000-00000000000{n}" for n in range(4))
+
+    def rollout(day: str, sid: str, spawned_by: str | None, prompt: str, command: str) -> None:
+        folder = tmp_path / "codex" / "2026" / "04" / day
+        folder.mkdir(parents=True, exist_ok=True)
+        source: Any = {"subagent": {"thread_spawn": {"parent_thread_id": spawned_by, "depth": 1}}} if spawned_by \
+            else "vscode"
+        lines = [{"timestamp": f"2026-04-{day}T03:32:00.000Z", "type": "session_meta",
+                  "payload": {"id": sid, "cwd": "/w/vault", "source": source}},
+                 {"timestamp": f"2026-04-{day}T03:32:01.000Z", "type": "response_item",
+                  "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}},
+                 {"timestamp": f"2026-04-{day}T03:32:05.000Z", "type": "response_item",
+                  "payload": {"type": "function_call", "name": "exec_command", "call_id": f"c-{sid[-1]}",
+                              "arguments": json.dumps({"cmd": command})}}]
+        (folder / f"rollout-2026-04-{day}T03-32-00-{sid}.jsonl").write_bytes(b"".join(line(r) for r in lines))
+
+    rollout("01", child, parent, "Explore the brief and list the swarm files", "npm run audit")
+    rollout("02", parent, None, "audit the swarm briefs", "uv run pytest")  # read after its subagent
+    rollout("03", grandchild, child, "Read swarm.json", "python -m swarm.check")
+    rollout("04", orphan, "019d0000-0000-7000-8000-00000000000f", "Explore", "make lint")
+    bundle = run(codex=tmp_path / "codex")
+    sessions = by_id(bundle)
+    assert set(sessions) == {parent}
+    session = sessions[parent]
+    assert session.user_turns == 1 and session.first_prompt == "audit the swarm briefs"
+    assert {c for c, _ in session.commands} == {"uv run pytest", "npm run audit", "python -m swarm.check"}
+    assert session.subagents == 2
+    assert bundle.stats["orphan_subagent_files"] == 1
+
+
 def test_an_unknown_slash_command_is_no_prompt_and_never_a_title(tmp_path: Path) -> None:
     """Claude Code answers a mistyped `/btw` by writing "Unknown skill: btw" as the user's turn
     (seen in real logs, setG): the operator's prompts are the ones around it."""

@@ -4,7 +4,10 @@ Rules:
 
 - One file is one session; its id is ``session_meta.id`` (else the uuid at the end of the
   file name), its project the last component of ``session_meta.cwd`` (else the most frequent
-  ``turn_context.cwd``), its branch ``session_meta.git.branch``.
+  ``turn_context.cwd``), its branch ``session_meta.git.branch``. Except a subagent thread
+  (``session_meta.source.subagent.thread_spawn``): folded into the thread that spawned it, whose
+  ``subagents`` counts it; an orphan (its parent not read) is counted, never a session.
+- Commands a session on a Windows drive ran as one line (``shell_command``) are PowerShell.
 - Both layouts are read: the ``{timestamp, type, payload}`` envelope and the older bare
   ``SessionMeta`` / ``ResponseItem`` lines (``{"record_type": "state"}`` lines are skipped).
 - Human prompts come from ``event_msg/user_message`` (what the TUI showed) when the file has
@@ -136,6 +139,7 @@ class _Rollout:
     marks: dict[int, str] | None = None  # fingerprint -> rollout id, shared by one run
     keep_marks: bool = False  # another rollout of this run continues this one
     replayed: int = 0
+    subagents: int = 0  # subagent threads folded into this one (:meth:`fold`)
     work: WorkLog = field(init=False)
 
     def __post_init__(self) -> None:
@@ -343,6 +347,20 @@ class _Rollout:
                              for status, text in items])
         self.work.tool(call_id, self.line, name)
 
+    def fold(self, agent: _Rollout) -> None:
+        """A subagent thread this one spawned (``spawn_agent``): what it read, edited and ran was
+        read, edited and run for this session; its prompt is this session's agent's, not a human's."""
+        self.tool_calls += agent.tool_calls
+        self.tools.update(agent.tools)
+        self.output_errors += agent.output_errors
+        self.event_errors += agent.event_errors
+        for path in agent.files:
+            self.files.setdefault(path, None)
+        self.work.read.update(agent.work.read)
+        self.work.edited.update(agent.work.edited)
+        self.work.commands.update(agent.work.commands)
+        self.subagents += 1
+
     def session(self, skipped_lines: int) -> Session | None:
         if self.records == 0 or self.times.first is None or self.times.last is None:
             return None
@@ -369,7 +387,7 @@ class _Rollout:
             errors=self.event_errors if self.exec_events else self.output_errors,
             joy=prompts.joy,
             compactions=max(self.compacted, self.compact_events),
-            subagents=0,
+            subagents=self.subagents,
             skipped_lines=skipped_lines,
             continues=one_line(self.continues, 128),
             **self._work_fields(prompts is self.events, cwd),
@@ -426,8 +444,16 @@ def plan(codex_dir: Path, since_ts: float | None, stats: ReadStats, cursor: Curs
 
 def read(paths: list[Path], stats: ReadStats, progress: Progress | None = None,
          done: int = 0, total: int = 0, *, until: str | None = None, cursor: Cursor | None = None) -> Iterator[Session]:
-    """Sessions of the rollouts; ``until`` (a time key) drops every record stamped later."""
-    continued, forks = _forks(paths)
+    """Sessions of the rollouts; ``until`` (a time key) drops every record stamped later.
+
+    A subagent thread (``session_meta.source.subagent.thread_spawn``, Codex's ``spawn_agent``) is
+    folded into the thread that spawned it, like Claude Code's subagent transcripts: the parent
+    is held until its subagents of this run are read. One whose parent is not read is an orphan:
+    counted, never a session (its prompt is an agent's, not a human's)."""
+    continued, forks, parents, present = _forks(paths)
+    waiting = Counter(parents.values())  # parent thread id -> its subagent files still to read
+    held: dict[str, tuple[_Rollout, int]] = {}  # parent thread id -> (its rollout, damaged lines)
+    early: dict[str, list[_Rollout]] = {}  # parent thread id -> subagents read before it
     marks: dict[int, str] = {}
     for path in paths:
         match = _ROLLOUT_ID.search(path.name[: -len(".jsonl")])
@@ -446,11 +472,39 @@ def read(paths: list[Path], stats: ReadStats, progress: Progress | None = None,
         if progress:
             progress(done, total, stats.bytes_read)
         stats.duplicate_records += rollout.replayed
-        session = rollout.session(counters.damaged)
+        parent = parents.get(path)
+        if parent is not None:
+            waiting[parent] -= 1
+            if parent not in present:
+                stats.orphan_subagent_files += 1  # its parent is not read in this run: nothing to fold into
+                continue
+            if parent not in held:
+                early.setdefault(parent, []).append(rollout)
+                continue
+            held[parent][0].fold(rollout)
+            if waiting[parent] > 0:
+                continue
+            rollout, damaged = held.pop(parent)
+        else:
+            damaged = counters.damaged
+            own = rollout.session_id or rollout.fallback_id
+            for agent in early.pop(own, ()):
+                rollout.fold(agent)
+            if waiting.get(own, 0) > 0:
+                held[own] = (rollout, damaged)  # its subagents come later in the run
+                continue
+        session = rollout.session(damaged)
         if session is None:
             stats.files_without_conversation += 1
             continue
         yield session
+    for rollout, damaged in held.values():  # subagent files that could not be read
+        session = rollout.session(damaged)
+        if session is None:
+            stats.files_without_conversation += 1
+            continue
+        yield session
+    stats.orphan_subagent_files += sum(len(agents) for agents in early.values())  # a parent with no session_meta
 
 
 def _fingerprint(kind: str, payload: dict[str, Any]) -> int | None:
@@ -466,10 +520,14 @@ def _fingerprint(kind: str, payload: dict[str, Any]) -> int | None:
     return None
 
 
-def _forks(paths: list[Path]) -> tuple[set[str], set[Path]]:
-    """(rollout ids named as ``forked_from_id`` by a planned rollout, the rollouts naming one)."""
+def _forks(paths: list[Path]) -> tuple[set[str], set[Path], dict[Path, str], set[str]]:
+    """(rollout ids named as ``forked_from_id`` by a planned rollout, the rollouts naming one, each
+    subagent thread's rollout -> the first thread above it that is no subagent, and the thread ids
+    of the rollouts), from each file's first line."""
     found: set[str] = set()
     forks: set[Path] = set()
+    spawned: dict[Path, tuple[str, str]] = {}  # subagent rollout -> (its thread id, its parent's)
+    present: set[str] = set()
     for path in paths:
         try:
             with open(path, "rb") as handle:
@@ -478,10 +536,35 @@ def _forks(paths: list[Path]) -> tuple[set[str], set[Path]]:
         except (OSError, ValueError, RecursionError):
             continue
         payload = data.get("payload", data) if isinstance(data, dict) else None
-        if isinstance(payload, dict) and isinstance(payload.get("forked_from_id"), str):
+        if not isinstance(payload, dict):
+            continue
+        if isinstance(payload.get("forked_from_id"), str):
             found.add(payload["forked_from_id"])
             forks.add(path)
-    return found, forks
+        own = str(payload["id"]) if isinstance(payload.get("id"), str) else ""
+        present.add(own)
+        parent = _spawned_by(payload.get("source"))
+        if parent and parent != own:
+            spawned[path] = (own, parent)
+    above = {own: parent for own, parent in spawned.values() if own}
+    parents: dict[Path, str] = {}
+    for path, (_own, parent) in spawned.items():
+        seen = {parent}
+        while parent in above and above[parent] not in seen:  # a subagent's subagent: to the top
+            parent = above[parent]
+            seen.add(parent)
+        parents[path] = parent
+    return found, forks, parents, present
+
+
+def _spawned_by(source: Any) -> str | None:
+    """The thread id a subagent thread's ``session_meta.source`` names as its parent."""
+    if not isinstance(source, dict):
+        return None
+    subagent = source.get("subagent")
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
+    return parent if isinstance(parent, str) and parent else None
 
 
 register(SessionReader(AGENT, "codex_dir", "--codex-dir", "Codex sessions folder", plan, len, read))
