@@ -355,7 +355,7 @@ class _Rollout:
         self.output_errors += agent.output_errors
         self.event_errors += agent.event_errors
         for path in agent.files:
-            self.files.setdefault(path, None)
+            self._file(path)
         self.work.read.update(agent.work.read)
         self.work.edited.update(agent.work.edited)
         self.work.commands.update(agent.work.commands)
