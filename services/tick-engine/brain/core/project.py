@@ -41,6 +41,7 @@ SUBFOLDER_NAMES = frozenset({
     "templates", "docker", "settings", "database", "src-tauri", "android", "ios", "cli",
 })
 
+
 def can_name_a_repository(name: str) -> bool:
     """A folder name (lower case) that can name one repository wherever it is checked out: at
     least :data:`WORKED_NAME_MIN` characters, neither generic (:data:`GENERIC_COMPONENTS`) nor a
@@ -54,6 +55,7 @@ def sole_owners(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     for name, owner in pairs:
         owners[name] = owner if owners.get(name, owner) == owner else None
     return {name: owner for name, owner in owners.items() if owner is not None}
+
 
 def repository_path(path: str) -> str:
     """``path`` (``/`` separators) without a worktree tail kept inside the repository."""

@@ -321,8 +321,10 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     # claude-backups repository, not work of a session that fixed a script in ~/Downloads); a
     # folder holding other projects' roots is a folder of projects: each claims the folders
     # below it where its sessions worked (``touched``), then by name, not every folder below it.
-    recorded = _deepest(index.roots, path,
-                        claims=lambda root: not about_anything(root) and root not in index.holders)
+    def claims_below(root: str) -> bool:  # a recorded cwd whose sessions are one project's work below it
+        return not about_anything(root) and root not in index.holders
+
+    recorded = _deepest(index.roots, path, claims=claims_below)
     touched = _deepest(index.touched, path)
     if recorded is not None:
         if touched is not None and touched[0] > recorded[0] and touched[1] != recorded[1]:
@@ -341,10 +343,9 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
         elsewhere: dict[str, set[str]] = {}
         for root, project in index.roots.items():
             other = in_home(root)
-            # below it, unless it is a folder of projects or a home's desktop, documents or
-            # downloads (then it names none of the folders in it)
-            if other is not None and (place == other or (place.startswith(other + "/") and root not in index.holders
-                                                         and not about_anything(root))):
+            # below it, unless it claims nothing below it (a folder of projects, a home's
+            # desktop, documents or downloads: it names none of the folders in it)
+            if other is not None and (place == other or (place.startswith(other + "/") and claims_below(root))):
                 elsewhere.setdefault(other, set()).add(project)
         if elsewhere:
             same = elsewhere[max(elsewhere, key=len)]
