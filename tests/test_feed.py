@@ -88,6 +88,51 @@ def project_feed(vault: Path, name: str = "alpha") -> str:
     return (vault / "brain-feed" / "projects" / f"{name}.md").read_text()
 
 
+def test_a_project_file_is_rendered_again_only_when_what_it_reads_changed() -> None:
+    notes = [arc_note("2026-11-20-one-0123456789e1", "<!-- @lesson -->\nPin the CSV dialect.\n<!-- @/lesson -->\n",
+                      files=["lib/a.py"]),
+             arc_note("2026-11-20-two-0123456789e2", project="beta", files=["cmd/b.go"])]
+    first = build(notes)
+    inputs = {f.name: f.inputs for f in first.files if f.inputs}
+    assert sorted(inputs) == ["projects/alpha.md", "projects/beta.md"]
+    # A text the build could never make, under the same digest: taken as it is, not rendered.
+    before = {name: (key, f"kept {name}\n") for name, key in inputs.items()}
+    later = datetime(2026, 11, 21, 18, 0, tzinfo=UTC)  # hours later, heat decayed: nothing a project file reads
+    again = feed.build_feed(feed.FeedInputs(notes=tuple(notes), decisions=keeper.decide(notes, later, Settings()).arcs,
+                                            now=later, settings=Settings(), built_before=before))
+    assert rendered(again, "projects/alpha.md") == "kept projects/alpha.md\n"
+    # An arc's lesson changes: its project is rendered again, the other one is not.
+    edited = [arc_note("2026-11-20-one-0123456789e1", "<!-- @lesson -->\nPin the CSV dialect to excel.\n"
+                       "<!-- @/lesson -->\n", files=["lib/a.py"]), notes[1]]
+    changed = feed.build_feed(feed.FeedInputs(notes=tuple(edited), decisions=keeper.decide(edited, NOW, Settings()).arcs,
+                                              now=NOW, settings=Settings(), built_before=before))
+    assert "Pin the CSV dialect to excel." in rendered(changed, "projects/alpha.md")
+    assert rendered(changed, "projects/beta.md") == "kept projects/beta.md\n"
+    # Another day (the file's id carries the date), or other settings: rendered again.
+    for inputs_changed in (feed.FeedInputs(notes=tuple(notes), decisions=keeper.decide(notes, NOW, Settings()).arcs,
+                                           now=datetime(2026, 11, 22, 9, 0, tzinfo=UTC), settings=Settings(),
+                                           built_before=before),
+                           feed.FeedInputs(notes=tuple(notes), decisions=keeper.decide(notes, NOW, Settings()).arcs,
+                                           now=NOW, settings=Settings(feed_token_budget=900), built_before=before)):
+        assert rendered(feed.build_feed(inputs_changed), "projects/beta.md").startswith("---\n")
+
+
+def test_a_tick_reuses_project_files_it_wrote_and_never_one_edited_since(vault: Path) -> None:
+    build_project_vault(vault)
+    assert run_tick_json(vault)[0] == 0
+    alpha = vault / "brain-feed" / "projects" / "alpha.md"
+    fresh = alpha.read_text()
+    state = json.loads((vault / ".brain" / "tick-state.json").read_text())
+    assert state["feed_inputs"]["projects/alpha.md"][1] == hashlib.sha1(fresh.encode()).hexdigest()
+    # Two hours later the same text, taken from the file, not rendered (the same bytes a full build makes).
+    assert run_tick_json(vault, now="2026-11-21T14:00:00Z")[0] == 0
+    assert alpha.read_text() == fresh
+    # An edit to the feed file: never taken for the tick's own text; the next tick writes its own again.
+    alpha.write_text(fresh.replace("where we left off", "EDITED"))
+    assert run_tick_json(vault, now="2026-11-21T16:00:00Z")[0] == 0
+    assert alpha.read_text() == fresh
+
+
 def test_project_feed_sections_in_order_and_what_crosses_projects(vault: Path) -> None:
     build_project_vault(vault)
     run_tick_json(vault)
@@ -313,6 +358,27 @@ def test_few_critical_signals_keep_their_full_line() -> None:
     body = "<!-- @signal severity=critical source=db -->\nPrimary slow.\n<!-- @/signal -->\n"
     signals = rendered(build([arc_note("2026-11-20-db-0123456789d2", body)]), "signals.md")
     assert "- **CRITICAL** `db` in [[2026-11-20-db-0123456789d2]]: Primary slow." in signals
+
+
+def test_equally_severe_signals_list_the_latest_work_first_whatever_the_clock() -> None:
+    # Newest arc first among equals, at any instant: the order is a fact of the files, so
+    # signals.md and every project file listing them are not rewritten as heat decays.
+    old = arc_note("2026-11-01-old-0123456789d4", "<!-- @signal severity=critical source=old -->\nOld fire.\n"
+                   "<!-- @/signal -->\n", last_active="2026-11-21T02:00:00Z",
+                   activity={"sessions": 9, "user_turns": 200, "tool_calls": 5000, "errors": 9})
+    new = arc_note("2026-11-21-new-0123456789d5", "<!-- @signal severity=critical source=new -->\nNew fire.\n"
+                   "<!-- @/signal -->\n", last_active="2026-11-21T10:00:00Z",
+                   activity={"sessions": 1, "user_turns": 1, "tool_calls": 1})
+    orders = []
+    for now in (NOW, datetime(2026, 11, 28, 12, 0, tzinfo=UTC)):
+        decisions = keeper.decide([old, new], now, Settings())
+        built = feed.build_feed(feed.FeedInputs(notes=(old, new), decisions=decisions.arcs, now=now,
+                                                settings=Settings()))
+        signals = rendered(built, "signals.md")
+        orders.append((signals.index("New fire."), signals.index("Old fire.")))
+        project = rendered(built, "projects/alpha.md")
+        assert project.index("New fire.") < project.index("Old fire.")
+    assert all(new_at < old_at for new_at, old_at in orders)
 
 
 def test_a_signal_with_cleared_at_is_not_open_in_the_feed() -> None:

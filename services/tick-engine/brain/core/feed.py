@@ -138,7 +138,10 @@ def hot_arcs(views: Iterable[ArcView], s: Settings, date: str) -> FeedFile:
 class SignalView:
     marker: Marker
     origin: str  # cluster_id of the arc, or the note's path
-    origin_heat: int
+    #: When the arc holding it was last active (POSIX seconds; 0 for an operator note): a fact
+    #: of the file, so the order of equally severe signals does not move as heat decays and
+    #: the files that list them are not rewritten every tick.
+    origin_active: float
     project: str | None = None  # the arc's project; None for an operator note
 
     @property
@@ -154,10 +157,11 @@ def signal_views(notes: Iterable[Note], decisions: Mapping[str, ArcDecision]) ->
                 continue
             if note.arc is not None:
                 decision = decisions.get(note.arc.cluster_id)
-                heat = decision.heat if decision is not None else (note.arc.heat or 0)
-                out.append(SignalView(marker, note.arc.cluster_id, heat, note.arc.project))
+                active = decision.last_active if decision is not None else None
+                out.append(SignalView(marker, note.arc.cluster_id, active.timestamp() if active else 0.0,
+                                      note.arc.project))
             else:
-                out.append(SignalView(marker, note.path.removesuffix(".md"), 0))
+                out.append(SignalView(marker, note.path.removesuffix(".md"), 0.0))
     return out
 
 
@@ -175,9 +179,11 @@ def signal_item(view: SignalView) -> FeedItem:
 
 
 def signals(views: Iterable[SignalView], s: Settings, date: str) -> tuple[FeedFile, list[Routed]]:
+    """``signals.md`` and the lines project files take from it: most severe first, then the
+    most recently active arc's (:attr:`SignalView.origin_active`), then by arc and line."""
     ordered = sorted(
         views,
-        key=lambda v: (-SEVERITY_RANK.get(v.severity, 1), -v.origin_heat, v.origin, v.marker.line),
+        key=lambda v: (-SEVERITY_RANK.get(v.severity, 1), -v.origin_active, v.origin, v.marker.line),
     )
     top = ordered[0].severity if ordered else "info"
     feed = FeedFile(SIGNALS, "Open Signals", 8, top if top in SEVERITY_RANK else "info", date,
@@ -356,6 +362,9 @@ class FeedInputs:
     tick_id: str = ""
     intent_text: str | None = None
     folder_tokens: Mapping[str, int] = field(default_factory=dict)  # feed files already in the folder
+    #: Files as an earlier build wrote them: name -> (:attr:`FeedFile.inputs`, text); one whose
+    #: inputs are the same again is taken as it is (:func:`project_files`).
+    built_before: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -396,6 +405,6 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     produced = {f.name for f in files}
     fixed = sum(n for name, n in inputs.folder_tokens.items() if name not in produced)
     fit_budget(files, fixed, s.feed_token_budget)
-    files.extend(project_files(by_project, routed_signals, routed_injects, now, s, date))
+    files.extend(project_files(by_project, routed_signals, routed_injects, now, s, date, inputs.built_before))
     return BuiltFeed(files, signals_active=len(signal_list), inject_blocks=len(live), fixed_tokens=fixed,
                      problems=problems, reads=frozenset(shown_arcs(by_project)))

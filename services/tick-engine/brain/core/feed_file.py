@@ -78,6 +78,10 @@ class FeedFile:
     omitted: dict[str, int] = field(default_factory=dict)  # label -> items cut by the budget
     raw: str | None = None  # a file that is not markdown (``projects/index.json``): written as is
     budgeted: bool = True  # False: an alternative to the global feed, fitted on its own
+    #: A digest of everything the file says is made from (a project file: its arcs, signals,
+    #: injects, settings, date and the code that renders it): a later build with the same
+    #: digest takes the text written then instead of rendering it again.
+    inputs: str | None = None
 
     @property
     def feed_id(self) -> str:

@@ -29,12 +29,17 @@ that session) with the shared cut of :mod:`brain.core.feed_file`.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import json
 import re
+import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 from brain.core.feed_file import (
     NEVER,
@@ -47,7 +52,7 @@ from brain.core.feed_file import (
 )
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
-from brain.core.model import ArcInfo
+from brain.core.model import Activity, ArcInfo
 from brain.core.project import SUBFOLDER_NAMES, can_name_a_repository, is_home_folder, sole_owners
 from brain.core.redaction import redact, redact_recurring
 from brain.core.text import cut_path
@@ -637,12 +642,13 @@ def error_names(arcs: Sequence[ProjectArc]) -> list[str]:
     return ranked(per_arc, MAX_ERROR_NAMES)
 
 
+def routed_to(project: str, routed: Sequence[Routed]) -> list[Routed]:
+    """The signals or injects that belong in ``project``'s file (its own, aimed at it, or everywhere)."""
+    return [r for r in routed if r.everywhere or r.project == project or (r.target and r.target == project)]
+
+
 def routed_for(project: str, routed: Sequence[Routed], section: str) -> list[FeedItem]:
-    return [
-        replace(r.item, section=section)
-        for r in routed
-        if r.everywhere or r.project == project or (r.target and r.target == project)
-    ]
+    return [replace(r.item, section=section) for r in routed_to(project, routed)]
 
 
 def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Sequence[Routed],
@@ -654,7 +660,7 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     base = name.rsplit("/", 1)[-1].removesuffix(".md")  # YAML-safe, unlike a project name
     feed = FeedFile(name, f"Project {base}", PRIORITY, "info", date, s.feed_ttl_seconds,
                     f"# {cut(redact(project), 80)}: where we left off\n", budgeted=False)
-    mine = [r for r in signals if r.everywhere or r.project == project]
+    mine = routed_to(project, signals)
     signal_items = [replace(r.item, section=SIGNALS) for r in mine]
     if mine:
         feed.severity = mine[0].severity or "info"
@@ -827,15 +833,74 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
     return FeedFile(INDEX, "Project index", 0, "info", date, s.feed_ttl_seconds, "", raw=text, budgeted=False)
 
 
+#: What an arc's file says that no project file reads, and the tick rewrites as time passes.
+_UNREAD_ARC_KEYS = frozenset({"heat", "status"})
+#: The modules that render a project file: a change to any of them renders every file again.
+_RENDERING_MODULES = ("brain.core.project_feed", "brain.core.feed_file", "brain.core.redaction", "brain.core.text",
+                      "brain.core.workpaths", "brain.core.project")
+
+
+@functools.cache
+def _rendering_code() -> str:
+    digest = hashlib.sha1(usedforsecurity=False)
+    for name in _RENDERING_MODULES:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        try:
+            digest.update(Path(path).read_bytes() if path else name.encode())
+        except OSError:
+            digest.update(f"{name}:{time.time_ns()}".encode())  # unreadable: never the same twice
+    return digest.hexdigest()
+
+
+def _arc_inputs(pa: ProjectArc) -> tuple[Any, ...]:
+    """What the project file can read of one arc (:class:`ArcInfo` but its heat and status, its
+    markers but their offsets, which a heat rewrite moves), as plain values."""
+    values = [tuple(vars(v).values()) if isinstance(v, Activity) else v
+              for k, v in vars(pa.arc).items() if k not in _UNREAD_ARC_KEYS]
+    markers = [(m.type, m.attrs, m.content) for m in pa.decision.note.markers]
+    return (values, markers, pa.last_active.timestamp(), pa.scripted, pa.visit, pa.decision.path)
+
+
+def inputs_key(project: str, name: str, arcs: Sequence[ProjectArc], visited: Sequence[ProjectArc],
+               routed: Sequence[str], s: Settings, date: str) -> str:
+    """The digest of everything :func:`project_file` reads for ``project``: the first
+    :data:`SHOWN_ARCS` of its arcs and the visits (no section reads further), the signals and
+    injects routed to it (``routed``: each one's :func:`routed_inputs`, in order), the settings
+    it uses, the date, and the code that renders it."""
+    material = repr((_rendering_code(), project, name, date, s.feed_token_budget, s.feed_ttl_seconds,
+                     [_arc_inputs(pa) for pa in arcs[:SHOWN_ARCS]], [_arc_inputs(pa) for pa in visited],
+                     # reprs hold no raw newline: one line each, hashed rather than quoted again
+                     hashlib.sha1("\n".join(routed).encode("utf-8", "surrogatepass"),
+                                  usedforsecurity=False).hexdigest(), len(routed)))
+    return hashlib.sha1(material.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
+
+
+def routed_inputs(routed: Routed) -> str:
+    return repr((routed.item, routed.project, routed.everywhere, routed.target, routed.severity))
+
+
 def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[Routed],
-                  injects: Sequence[Routed], now: datetime, s: Settings, date: str) -> list[FeedFile]:
-    """Every project's feed file, then the index (always written, so the hook knows the feed's age)."""
+                  injects: Sequence[Routed], now: datetime, s: Settings, date: str,
+                  before: Mapping[str, tuple[str, str]] | None = None) -> list[FeedFile]:
+    """Every project's feed file, then the index (always written, so the hook knows the feed's age).
+
+    ``before``: file name -> (its :attr:`FeedFile.inputs`, its text) as an earlier build wrote
+    them; a project whose inputs are the same gets that text again, not rendered anew (a tick
+    two hours later re-renders only the projects whose arcs, signals or injects changed)."""
     names = file_names(by_project)
     visited = visits(by_project)
-    files = [
-        project_file(project, names[project], by_project[project], signals, injects, s, date,
-                     visited.get(project, ()))
-        for project in sorted(by_project)
-    ]
+    shown = {id(r): routed_inputs(r) for r in (*signals, *injects)}  # a critical signal is in every file
+    files = []
+    for project in sorted(by_project):
+        name, arcs, visits_here = names[project], by_project[project], visited.get(project, ())
+        routed = [shown[id(r)] for r in (*routed_to(project, signals), *routed_to(project, injects))]
+        key = inputs_key(project, name, arcs, visits_here, routed, s, date)
+        known = (before or {}).get(name)
+        if known is not None and known[0] == key:
+            made = FeedFile(name, "", PRIORITY, "info", date, s.feed_ttl_seconds, "", raw=known[1], budgeted=False)
+        else:
+            made = project_file(project, name, arcs, signals, injects, s, date, visits_here)
+        made.inputs = key
+        files.append(made)
     files.append(index_file(names, by_project, now, s, date))
     return files

@@ -33,6 +33,7 @@ class KeeperPlan:
     signals_active: int = 0
     predicted: dict[str, Note] = field(default_factory=dict)  # path after this tick -> its note
     feed_reads: frozenset[str] = frozenset()  # :attr:`brain.core.feed.BuiltFeed.reads`
+    feed_inputs: dict[str, str] = field(default_factory=dict)  # feed name -> :attr:`FeedFile.inputs`
 
 
 MAX_DIFF_LINES = 200
@@ -89,6 +90,7 @@ def plan_keeper(
     tick_id: str = "",
     dashboards: bool = True,
     dashboard_texts: Mapping[str, str] | None = None,
+    feed_before: Mapping[str, tuple[str, str]] | None = None,
 ) -> KeeperPlan:
     """The keeper's plan for ``decisions`` over ``snapshot``.
 
@@ -97,7 +99,8 @@ def plan_keeper(
     inside the vault (None: elsewhere, written by the tick itself); ``folder_tokens`` the
     tokens of the feed files already there. ``dashboards`` False leaves them out when the
     caller knows their inputs did not change; ``dashboard_texts`` are dashboards the caller
-    rendered itself (a quiet tick patches the lines of the arcs it moves), written instead.
+    rendered itself (a quiet tick patches the lines of the arcs it moves), written instead;
+    ``feed_before`` the feed files the last tick wrote (:attr:`brain.core.feed.FeedInputs.built_before`).
     """
     plan = Plan()
     out = KeeperPlan(plan, decisions)
@@ -133,7 +136,7 @@ def plan_keeper(
         feed.FeedInputs(
             notes=tuple(snapshot.notes.values()), decisions=decisions.arcs, now=now, settings=s,
             diff_lines=tuple(diff), tick_id=tick_id or now.isoformat(), intent_text=intent_text,
-            folder_tokens=dict(folder_tokens),
+            folder_tokens=dict(folder_tokens), built_before=dict(feed_before or {}),
         )
     )
     out.signals_active = built.signals_active
@@ -143,6 +146,8 @@ def plan_keeper(
     for feed_file in built.files:
         text = feed_file.render()
         out.feed_files[feed_file.name] = text
+        if feed_file.inputs is not None:
+            out.feed_inputs[feed_file.name] = feed_file.inputs
         if feed_file.budgeted:  # a project file replaces the global feed for its session: not summed
             out.feed_tokens += feed.tokens(text)
         if feed_rel is not None:

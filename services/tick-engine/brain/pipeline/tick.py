@@ -261,6 +261,8 @@ class _Tick:
     retagged: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: What the files a quiet tick took up since the last tick add to the whole vault's stats.
     counted: dict[str, int] = field(default_factory=dict)
+    #: Feed files the last tick wrote and that are still its bytes: name -> (inputs, text).
+    feed_before: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def vault(self) -> Path:
@@ -362,6 +364,7 @@ def _run(tick: _Tick) -> None:
                                                                                                 len(listing), t):
         return
     tick.index_in_sync = state.get("index") is not None and state.get("index") == _index_stat(vault)
+    tick.feed_before = _feed_before(tick.feed_dir, state)
     memo = _load_memo(vault, s)
     quiet = _quiet_view(tick, state, saved, listing)
     patched: dict[str, str] | None = None
@@ -469,6 +472,8 @@ def _run(tick: _Tick) -> None:
         writer.prune_journals(vault, s.journal_keep)
         _save_state(tick, listing, snapshot, final,
                     dashboards_key if final is kplan.decisions else _dashboards_key(final),
+                    {name: [inputs, _text_sha1(final_plan.feed_files[name])]
+                     for name, inputs in final_plan.feed_inputs.items()},
                     view=snapshot.notes.values() if tick.partial else _view_notes(snapshot, final,
                                                                                   final_plan.feed_reads))
 
@@ -571,7 +576,7 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
                         folder_tokens=_folder_tokens(tick.feed_dir), extra_diff=extra_diff,
                         intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards,
-                        dashboard_texts=dashboard_texts)
+                        dashboard_texts=dashboard_texts, feed_before=tick.feed_before)
     del texts  # a cold tick holds every arc's text: not while it writes them as well
     report.problems.extend(kplan.problems)
     report.keeper.planned = (report.keeper.planned or 0) + len(kplan.plan.operations)
@@ -855,6 +860,30 @@ def _saved_listing(tick: _Tick, state: Mapping[str, Any]) -> Listing | None:
     return None
 
 
+def _text_sha1(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def _feed_before(feed_dir: Path, state: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """The feed files the last clean tick wrote with their inputs digest, each read back and
+    kept only while it holds the very text written then (an edit or a later write drops it)."""
+    saved = state.get("feed_inputs")
+    out: dict[str, tuple[str, str]] = {}
+    if not isinstance(saved, dict):
+        return out
+    for name, entry in saved.items():
+        if not (isinstance(name, str) and isinstance(entry, list) and len(entry) == 2
+                and all(isinstance(v, str) for v in entry)) or name.startswith("/") or ".." in name.split("/"):
+            continue
+        try:
+            text = read_regular(feed_dir / name).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if _text_sha1(text) == entry[1]:
+            out[name] = (entry[0], text)
+    return out
+
+
 def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, started: float) -> bool:
     report = tick.report
     if not same:
@@ -873,10 +902,13 @@ def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, st
 
 
 def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
-                dashboards: str | None, *, view: Iterable[Note] | None = None) -> None:
+                dashboards: str | None, feed_inputs: Mapping[str, list[str]], *,
+                view: Iterable[Note] | None = None) -> None:
     """Remember this verified outcome so an unchanged vault can skip the work next time.
 
-    ``view``: the notes a quiet tick on these very files needs (:func:`_view_notes`)."""
+    ``feed_inputs``: feed name -> its inputs digest and the hash of the text written
+    (:func:`_feed_before`); ``view``: the notes a quiet tick on these very files needs
+    (:func:`_view_notes`)."""
     report, vault = tick.report, tick.vault
     path = vault / STATE_FILE
     if report.exit_code != 0 or report.result.conflicts or report.amygdala_failed or report.ai_applied:
@@ -898,6 +930,7 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         "dashboards": dashboards,
         "index": tick.index_stat,
         "cache": cache_stamp(vault),
+        "feed_inputs": feed_inputs,
     }
     if view is None:
         drop_view(vault)
