@@ -546,6 +546,35 @@ def test_the_parse_cache_gives_back_exactly_what_a_parse_gives(vault: Path) -> N
         hash(m) for n in parsed.notes.values() for m in n.markers]
 
 
+def test_the_parse_cache_is_written_in_frames_and_one_cut_short_is_parsed_again(
+        vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from brain.io import vault as vault_module
+    from brain.io.vault import scan
+
+    monkeypatch.setattr(vault_module, "FRAME_ROWS", 2)  # several frames from a few notes
+    build_golden_vault(vault)
+    for path in vault.rglob("*.md"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    parsed = scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=10**8, write_cache=True)
+    cache = vault / vault_module.CACHE_FILE
+    data = cache.read_bytes()
+    assert len(parsed.notes) > 5 and data.count(vault_module.CACHE_KEY.encode()) == 1
+    cached = scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=10**8, write_cache=False)
+    assert cached.stats.cached == len(cached.notes) and dict(cached.notes) == dict(parsed.notes)
+    # The last frame lost (a disk full, a copy cut short), or the file cut inside a frame:
+    # nothing is taken from it, every note is parsed again, nothing raises.
+    frames, at = [], 0
+    while at < len(data):
+        size = int.from_bytes(data[at:at + 8], "little")
+        frames.append(data[at:at + 8 + size])
+        at += 8 + size
+    assert len(frames) > 3
+    for damaged in (b"".join(frames[:-1]), data[: len(data) // 2], data + b"\x01"):
+        cache.write_bytes(damaged)
+        again = scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=10**8, write_cache=False)
+        assert again.stats.cached == 0 and dict(again.notes) == dict(parsed.notes)
+
+
 def test_a_deleted_or_edited_dashboard_is_rebuilt_though_its_arcs_are_unchanged(vault: Path) -> None:
     write_arc(vault, "clusters/2026-11-01", "2026-11-01-quiet-0123456789ab", sessions=["a"], status="complete",
               created="2026-11-01T00:00:00Z", last_active="2026-11-01T00:00:00Z")

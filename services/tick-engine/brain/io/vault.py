@@ -39,7 +39,7 @@ from brain.core.model import (
 )
 from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
-from brain.io.atomic import atomic_write, read_regular
+from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular
 
 __all__ = [
     "ChangedError",
@@ -157,15 +157,63 @@ def load_marshal(path: Path) -> Any:
             gc.enable()
 
 
+#: Rows per frame of the parse cache's base (:func:`_frames`): a cold tick writes 10 000 rows
+#: without holding them all, or their bytes, at once (its peak memory), and a load reads them
+#: frame by frame without copying.
+FRAME_ROWS = 500
+_FRAME_HEADER = 8
+
+
+def _frames(values: Iterable[Any]) -> Iterator[bytes]:
+    """Each value as a frame: its :mod:`marshal` length (8 bytes, little-endian), then its bytes."""
+    for value in values:
+        data = marshal.dumps(value)
+        yield len(data).to_bytes(_FRAME_HEADER, "little")
+        yield data
+
+
+def _load_frames(path: Path) -> list[Any] | None:
+    """The values :func:`_frames` wrote to ``path``, or None when it is missing or damaged."""
+    try:
+        data = memoryview(read_regular(path))  # never a named pipe's wait
+    except OSError:
+        return None
+    values: list[Any] = []
+    at = 0
+    enabled = gc.isenabled()
+    gc.disable()  # a million small tuples: the collector would walk them again and again
+    try:
+        while at < len(data):
+            if at + _FRAME_HEADER > len(data):
+                return None
+            size = int.from_bytes(data[at:at + _FRAME_HEADER], "little")
+            at += _FRAME_HEADER
+            if at + size > len(data):
+                return None
+            values.append(marshal.loads(data[at:at + size]))
+            at += size
+    except (EOFError, ValueError, TypeError):
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+    return values
+
+
 def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str, int]]:
     """The cached rows, the time the base was written (0 when missing, stale or corrupt), and
     for the rows that came from the overlay, the time the overlay was written."""
     _BASE.update(vault=vault, written=0, paths=frozenset(), overlay=frozenset())
-    raw = load_marshal(vault / CACHE_FILE)
-    if not (isinstance(raw, tuple) and len(raw) == 3 and raw[0] == CACHE_KEY and isinstance(raw[2], dict)
-            and isinstance(raw[1], int)):
+    frames = _load_frames(vault / CACHE_FILE) or [None]
+    head = frames[0]
+    if not (isinstance(head, tuple) and len(head) == 3 and head[0] == CACHE_KEY and isinstance(head[1], int)
+            and isinstance(head[2], int) and all(isinstance(frame, dict) for frame in frames[1:])):
         return {}, 0, {}
-    written, rows = raw[1], raw[2]
+    written, rows = head[1], {}
+    for frame in frames[1:]:
+        rows.update(frame)
+    if len(rows) != head[2]:
+        return {}, 0, {}  # cut short: not the file that was written
     _BASE.update(written=written, paths=frozenset(rows))
     overlay = load_marshal(vault / OVERLAY_FILE)
     later: dict[str, int] = {}
@@ -211,33 +259,38 @@ def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
     """Persist the parse cache (best effort: a missing cache only costs a re-parse).
 
     Rows of notes this process loaded and did not change are reused as they are; when few
-    rows changed since the base was written, only those go to the overlay."""
-    rows = {}
-    fresh: set[str] = set()
-    for path, note in notes.items():
-        if note.mtime_ns:
-            known = _LOADED.get(path)
-            if known is not None and known[0] is note:
-                rows[path] = known[1]
-            else:
-                rows[path] = _note_row(note)
-                fresh.add(path)
+    rows changed since the base was written, only those go to the overlay; else the base is
+    written again, :data:`FRAME_ROWS` rows at a time."""
+    kept = {path: note for path, note in notes.items() if note.mtime_ns}
+
+    def row(path: str) -> tuple[Any, ...]:
+        known = _LOADED.get(path)
+        return known[1] if known is not None and known[0] is kept[path] else _note_row(kept[path])
+
     now = time.time_ns()
     base_written, base_paths = _BASE["written"], _BASE["paths"]
     if base_written and _BASE["vault"] == vault:  # the base this process loaded is this vault's
-        delta = {path: rows[path] for path in (fresh | (_BASE["overlay"] & rows.keys()))}
-        removed = tuple(sorted(base_paths - rows.keys()))
-        if len(delta) + len(removed) <= max(OVERLAY_MIN, int(len(rows) * OVERLAY_SHARE)):
+        fresh = {path for path, note in kept.items() if (_LOADED.get(path) or (None,))[0] is not note}
+        changed = fresh | (_BASE["overlay"] & kept.keys())
+        removed = tuple(sorted(base_paths - kept.keys()))
+        if len(changed) + len(removed) <= max(OVERLAY_MIN, int(len(kept) * OVERLAY_SHARE)):
+            delta = {path: row(path) for path in changed}
             with contextlib.suppress(OSError):
                 atomic_write(vault / OVERLAY_FILE, marshal.dumps((CACHE_KEY, base_written, now, delta, removed)),
                              durable=False)
                 _BASE["overlay"] = frozenset(delta) | frozenset(removed)
             return
-    data = marshal.dumps((CACHE_KEY, now, rows))
+
+    def values() -> Iterator[Any]:
+        yield CACHE_KEY, now, len(kept)
+        paths = list(kept)
+        for start in range(0, len(paths), FRAME_ROWS):
+            yield {path: row(path) for path in paths[start:start + FRAME_ROWS]}
+
     with contextlib.suppress(OSError):
-        atomic_write(vault / CACHE_FILE, data, durable=False)
+        atomic_write_chunks(vault / CACHE_FILE, _frames(values()), durable=False)
         (vault / OVERLAY_FILE).unlink(missing_ok=True)
-        _BASE.update(vault=vault, written=now, paths=frozenset(rows), overlay=frozenset())
+        _BASE.update(vault=vault, written=now, paths=frozenset(kept), overlay=frozenset())
 
 
 VIEW_FILE = ".brain/tick-view"
