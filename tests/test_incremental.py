@@ -322,16 +322,19 @@ def test_an_arc_a_quiet_tick_moved_then_deleted_leaves_the_index(tmp_path: Path)
     assert _index_dump(vault) == _rebuilt_index(vault, tmp_path / "rebuilt")
 
 
-@pytest.mark.parametrize("damage", ["tick-view", "tick-listing", "heat-memo-delta"])
+@pytest.mark.parametrize("damage", ["tick-view", "tick-view-delta", "tick-listing", "heat-memo-delta"])
 def test_a_damaged_quiet_state_file_costs_a_full_scan_not_a_wrong_tick(tmp_path: Path, damage: str) -> None:
-    """Garbage in the view, the listing or the memo overlay: the tick scans (or recomputes) and
-    writes what a tick without any .brain/ state writes."""
+    """Garbage in the view or its overlay, the listing or the memo overlay: the tick scans (or
+    recomputes) and writes what a tick without any .brain/ state writes."""
     vault = init_vault(tmp_path / "v")
     _quiet_vault(vault)
     s = Settings(vault=vault, conscious_cap=4)
     t0 = require_instant(NOW)
     assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
-    assert run_tick(s, t0 + timedelta(hours=2), no_ai=True, dry_run=False).keeper.quiet  # writes the memo overlay
+    base = (vault / ".brain" / "tick-view").read_bytes()
+    # A quiet tick writes the memo and view overlays (the rows it rewrote), not the view again.
+    assert run_tick(s, t0 + timedelta(hours=2), no_ai=True, dry_run=False).keeper.quiet
+    assert (vault / ".brain" / "tick-view").read_bytes() == base and (vault / ".brain" / "tick-view-delta").is_file()
     cold = tmp_path / "cold"
     shutil.copytree(vault, cold, symlinks=True)
     shutil.rmtree(cold / ".brain")

@@ -238,21 +238,47 @@ def _trusted(vault: Path, note: Note, trusted_before: int) -> bool:
     return note.mtime_ns < trusted_before or _same_content(vault, note.path, note.size, note.sha1)
 
 
-def _view_file(vault: Path) -> tuple[str, int, tuple[Any, ...]] | None:
-    """The last tick's view (see :func:`save_view`): its key, when it was written, its rows."""
+def _view_file(vault: Path) -> tuple[str, list[tuple[tuple[Any, ...], int]]] | None:
+    """The last tick's view (see :func:`save_view`): its key and its rows in order, each with
+    when it was written (the base's rows, or the overlay's); None when missing or damaged."""
+    _VIEW_BASE.update(vault=None, key=None, rows={}, stat=None)
     raw = load_marshal(vault / VIEW_FILE)
-    if not (isinstance(raw, tuple) and len(raw) == 4 and raw[0] == CACHE_KEY and isinstance(raw[2], int)
-            and isinstance(raw[3], tuple)):
+    if not (isinstance(raw, tuple) and len(raw) == 4 and raw[0] == CACHE_KEY and isinstance(raw[1], str)
+            and isinstance(raw[2], int) and isinstance(raw[3], tuple)
+            and all(isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) for row in raw[3])):
         return None
-    return raw[1], raw[2], raw[3]
+    key, written, base = raw[1], raw[2], raw[3]
+    by_path = {row[_PATH_AT]: row for row in base}
+    rows = [(row, written) for row in base]
+    delta = load_marshal(vault / VIEW_DELTA_FILE)
+    if (isinstance(delta, tuple) and len(delta) == 6 and delta[0] == CACHE_KEY and delta[1] == key
+            and isinstance(delta[2], str) and isinstance(delta[3], int) and isinstance(delta[4], tuple)
+            and isinstance(delta[5], dict)
+            and all(isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) for row in delta[5].values())):
+        changed, later = delta[5], delta[3]
+        rows = []
+        for path in delta[4]:
+            row = changed.get(path)
+            if row is None and path not in by_path:
+                return None
+            rows.append((row, later) if row is not None else (by_path[path], written))
+        key = delta[2]
+    _VIEW_BASE.update(vault=vault, key=raw[1], rows=by_path, stat=_stat_pair(vault / VIEW_FILE))
+    return key, rows
 
 
-def _view_rows(vault: Path) -> tuple[dict[str, Any], int]:
-    """The rows of the last tick's view by path, and when it was written."""
+def _stat_pair(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _view_rows(vault: Path) -> dict[str, tuple[tuple[Any, ...], int]]:
+    """The rows of the last tick's view by path, each with when it was written."""
     view = _view_file(vault)
-    if view is None:
-        return {}, 0
-    return {row[_PATH_AT]: row for row in view[2] if isinstance(row, tuple) and len(row) == len(_NOTE_NAMES)}, view[1]
+    return {} if view is None else {row[_PATH_AT]: (row, written) for row, written in view[1]}
 
 
 def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
@@ -294,20 +320,43 @@ def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
 
 
 VIEW_FILE = ".brain/tick-view"
+#: What later ticks changed in the view, beside its base: the order of every row and the rows
+#: that differ from the base's. The base is written again when the overlay would hold more than
+#: this share of the rows (or :data:`VIEW_DELTA_MIN`): a quiet tick that rewrote 20 arcs saves
+#: 20 rows, not the 1 500 of its view.
+VIEW_DELTA_FILE = VIEW_FILE + "-delta"
+VIEW_DELTA_SHARE, VIEW_DELTA_MIN = 0.25, 64
+#: The base view this process loaded or wrote: its vault, key, rows by path, and the file's size
+#: and mtime then (an overlay is only written beside that very file).
+_VIEW_BASE: dict[str, Any] = {"vault": None, "key": None, "rows": {}, "stat": None}
 
 
 def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
     """Persist the notes a quiet tick needs (best effort: a missing view only costs a full scan).
 
     ``key`` names the vault state they belong to (the tick_id of the tick that left the files);
-    the rows keep the order given, which is the scan's. Equal strings of the rows made anew
-    (paths, commands, projects that many arcs share) become one object, which :mod:`marshal`
-    stores once and loads as one: a third smaller, loaded in half the time, and the rows loaded
-    from it keep sharing them."""
+    the rows keep the order given, which is the scan's. When the base view this process loaded
+    still holds most rows as they are, only the order and the other rows go to the overlay
+    (:data:`VIEW_DELTA_FILE`). Equal strings of the rows made anew (paths, commands, projects
+    that many arcs share) become one object, which :mod:`marshal` stores once and loads as
+    one: a third smaller, loaded in half the time, and the rows loaded from it keep sharing them."""
     pool: dict[str, str] = {}
-    rows = tuple(_row_of(note, pool) for note in notes if note.mtime_ns)
+    rows = {note.path: _row_of(note, pool) for note in notes if note.mtime_ns}
+    now = time.time_ns()
+    same = _VIEW_BASE["vault"] == vault and _VIEW_BASE["stat"] is not None \
+        and _VIEW_BASE["stat"] == _stat_pair(vault / VIEW_FILE)
+    base = _VIEW_BASE["rows"] if same else None
     with contextlib.suppress(OSError):
-        atomic_write(vault / VIEW_FILE, marshal.dumps((CACHE_KEY, key, time.time_ns(), rows)), durable=False)
+        if base is not None:
+            changed = {path: row for path, row in rows.items() if base.get(path) is not row}
+            if len(changed) <= max(VIEW_DELTA_MIN, int(len(rows) * VIEW_DELTA_SHARE)):
+                atomic_write(vault / VIEW_DELTA_FILE,
+                             marshal.dumps((CACHE_KEY, _VIEW_BASE["key"], key, now, tuple(rows), changed)),
+                             durable=False)
+                return
+        atomic_write(vault / VIEW_FILE, marshal.dumps((CACHE_KEY, key, now, tuple(rows.values()))), durable=False)
+        (vault / VIEW_DELTA_FILE).unlink(missing_ok=True)
+        _VIEW_BASE.update(vault=vault, key=key, rows=rows, stat=_stat_pair(vault / VIEW_FILE))
 
 
 def _row_of(note: Note, pool: dict[str, str]) -> tuple[Any, ...]:
@@ -330,7 +379,9 @@ def _shared(value: Any, pool: dict[str, str]) -> Any:
 
 
 def drop_view(vault: Path) -> None:
+    _VIEW_BASE.update(vault=None, key=None, rows={}, stat=None)
     with contextlib.suppress(OSError):
+        (vault / VIEW_DELTA_FILE).unlink(missing_ok=True)
         (vault / VIEW_FILE).unlink(missing_ok=True)
 
 
@@ -345,21 +396,19 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]], *,
     view = _view_file(vault)
     if view is None or view[0] != key:
         return None
-    trusted_before = view[1] - RACY_SECONDS * 1_000_000_000
+    racy = RACY_SECONDS * 1_000_000_000
     notes: dict[str, Note] = {}
     loaded: dict[str, tuple[Note, tuple[Any, ...]]] = {}
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for row in view[2]:
-            if not (isinstance(row, tuple) and len(row) == len(_NOTE_NAMES)):
-                return None
+        for row, written in view[1]:
             note = _note_of(row)
             if note.path in changed:
                 if before is not None:
                     before[note.path] = note
                 continue
-            if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, trusted_before):
+            if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, written - racy):
                 return None
             notes[note.path] = note
             loaded[note.path] = (note, row)
@@ -501,7 +550,7 @@ def scan(
     started = time.perf_counter()
     cache, cache_written, later = _load_cache(vault)
     # Files a quiet tick rewrote after the cache was saved: their rows are in the view.
-    view, view_written = _view_rows(vault) if cache_written else ({}, 0)
+    view = _view_rows(vault) if cache_written else {}
     racy = RACY_SECONDS * 1_000_000_000
     racy_from = cache_written - racy
     notes: dict[str, Note] = {}
@@ -517,7 +566,7 @@ def scan(
             since, from_view = later.get(rel), False
             fits = _matches(row, st)
             if not fits and rel in view:
-                row, since, from_view = view[rel], view_written, True
+                (row, since), from_view = view[rel], True
                 fits = _matches(row, st)
             if fits:
                 try:
