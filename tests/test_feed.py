@@ -133,6 +133,23 @@ def test_a_tick_reuses_project_files_it_wrote_and_never_one_edited_since(vault: 
     assert alpha.read_text() == fresh
 
 
+def test_hostile_feed_entries_in_the_tick_state_are_never_read_or_taken(tmp_path: Path) -> None:
+    from brain.pipeline.tick import _feed_before
+
+    feed_dir = tmp_path / "vault" / "brain-feed"
+    (feed_dir / "projects").mkdir(parents=True)
+    (feed_dir / "projects" / "a.md").write_text("mine\n")
+    (tmp_path / "secret.md").write_text("outside\n")
+    sha = hashlib.sha1(b"outside\n").hexdigest()
+    state = {"feed_inputs": {"../../secret.md": ["k", sha], "/etc/passwd": ["k", sha], "projects/b.md": "k",
+                             "projects/c.md": ["k"], "projects/a.md": ["k", hashlib.sha1(b"other\n").hexdigest()],
+                             "projects/d.md": [1, 2]}}
+    assert _feed_before(feed_dir, state) == {}
+    assert _feed_before(feed_dir, {"feed_inputs": "garbage"}) == {}
+    good = {"feed_inputs": {"projects/a.md": ["k", hashlib.sha1(b"mine\n").hexdigest()]}}
+    assert _feed_before(feed_dir, good) == {"projects/a.md": ("k", "mine\n")}
+
+
 def test_project_feed_sections_in_order_and_what_crosses_projects(vault: Path) -> None:
     build_project_vault(vault)
     run_tick_json(vault)
