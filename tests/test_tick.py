@@ -575,6 +575,30 @@ def test_the_parse_cache_is_written_in_frames_and_one_cut_short_is_parsed_again(
         assert again.stats.cached == 0 and dict(again.notes) == dict(parsed.notes)
 
 
+def test_the_old_rows_of_a_few_edited_files_are_read_from_their_frames_alone(
+        vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from brain.io import vault as vault_module
+    from brain.io.vault import cached_notes, scan
+
+    monkeypatch.setattr(vault_module, "FRAME_ROWS", 2)
+    build_golden_vault(vault)
+    for path in vault.rglob("*.md"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    parsed = scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=10**8, write_cache=True)
+    paths = sorted(parsed.notes)
+    wanted = {paths[0]: (parsed.notes[paths[0]].size, parsed.notes[paths[0]].mtime_ns)}
+    cache = vault / vault_module.CACHE_FILE
+    data = bytearray(cache.read_bytes())
+    # The last frame damaged (its marshal bytes, not its length): a full load refuses the file, the
+    # first path's row still comes back, read from the first frame only.
+    data[-2:] = b"\xff\xff"
+    cache.write_bytes(bytes(data))
+    assert vault_module._read_cache(vault) == ({}, 0)
+    assert cached_notes(vault, wanted) == {paths[0]: parsed.notes[paths[0]]}
+    # A path whose frame holds another version: no note rather than a wrong one.
+    assert cached_notes(vault, {paths[0]: (1, 2)}) is None
+
+
 def test_a_deleted_or_edited_dashboard_is_rebuilt_though_its_arcs_are_unchanged(vault: Path) -> None:
     write_arc(vault, "clusters/2026-11-01", "2026-11-01-quiet-0123456789ab", sessions=["a"], status="complete",
               created="2026-11-01T00:00:00Z", last_active="2026-11-01T00:00:00Z")

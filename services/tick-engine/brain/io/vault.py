@@ -14,6 +14,7 @@ Arcs are the ``cluster_id`` notes in the compartment folders (SPEC §3); anywher
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import hashlib
@@ -157,10 +158,11 @@ def load_marshal(path: Path) -> Any:
             gc.enable()
 
 
-#: Rows per frame of the parse cache's base (:func:`_frames`): a cold tick writes 10 000 rows
-#: without holding them all, or their bytes, at once (its peak memory), and a load reads them
-#: frame by frame without copying.
-FRAME_ROWS = 500
+#: Rows per frame of the parse cache's base (:func:`_frames`), written in path order after a
+#: header naming each frame's first path: a cold tick writes 10 000 rows without holding them all,
+#: or their bytes, at once (its peak memory); a load reads every frame without copying, and a
+#: quiet tick that needs the old rows of a few edited files decodes only their frames.
+FRAME_ROWS = 25
 _FRAME_HEADER = 8
 
 
@@ -172,59 +174,82 @@ def _frames(values: Iterable[Any]) -> Iterator[bytes]:
         yield data
 
 
-def _load_frames(path: Path) -> list[Any] | None:
-    """The values :func:`_frames` wrote to ``path``, or None when it is missing or damaged."""
+def _spans(data: memoryview) -> list[tuple[int, int]] | None:
+    """Where each frame's bytes lie in ``data``; None when it is cut short."""
+    spans, at = [], 0
+    while at < len(data):
+        if at + _FRAME_HEADER > len(data):
+            return None
+        size = int.from_bytes(data[at:at + _FRAME_HEADER], "little")
+        at += _FRAME_HEADER
+        if at + size > len(data):
+            return None
+        spans.append((at, at + size))
+        at += size
+    return spans
+
+
+def _read_cache(vault: Path, only: Collection[str] | None = None) -> tuple[dict[str, tuple[Any, ...]], int]:
+    """The base's rows (with ``only``: at least those of these paths it holds, read from their
+    frames alone) and when it was written; ({}, 0) when missing, stale or damaged."""
     try:
-        data = memoryview(read_regular(path))  # never a named pipe's wait
+        data = memoryview(read_regular(vault / CACHE_FILE))  # never a named pipe's wait
     except OSError:
-        return None
-    values: list[Any] = []
-    at = 0
+        return {}, 0
+    spans = _spans(data)
+    if not spans:
+        return {}, 0
+    rows: dict[str, tuple[Any, ...]] = {}
     enabled = gc.isenabled()
     gc.disable()  # a million small tuples: the collector would walk them again and again
     try:
-        while at < len(data):
-            if at + _FRAME_HEADER > len(data):
-                return None
-            size = int.from_bytes(data[at:at + _FRAME_HEADER], "little")
-            at += _FRAME_HEADER
-            if at + size > len(data):
-                return None
-            values.append(marshal.loads(data[at:at + size]))
-            at += size
+        head = marshal.loads(data[spans[0][0]:spans[0][1]])
+        if not (isinstance(head, tuple) and len(head) == 4 and head[0] == CACHE_KEY and isinstance(head[1], int)
+                and isinstance(head[2], int) and isinstance(head[3], tuple) and len(head[3]) == len(spans) - 1):
+            return {}, 0
+        wanted = range(1, len(spans)) if only is None else sorted(
+            {bisect.bisect_right(head[3], path) for path in only} - {0})
+        for index in wanted:
+            frame = marshal.loads(data[spans[index][0]:spans[index][1]])
+            if not isinstance(frame, dict):
+                return {}, 0
+            rows.update(frame)
     except (EOFError, ValueError, TypeError):
-        return None
+        return {}, 0
     finally:
         if enabled:
             gc.enable()
-    return values
+    if only is None and len(rows) != head[2]:
+        return {}, 0  # not the rows that were written
+    return rows, head[1]
 
 
 def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str, int]]:
     """The cached rows, the time the base was written (0 when missing, stale or corrupt), and
     for the rows that came from the overlay, the time the overlay was written."""
     _BASE.update(vault=vault, written=0, paths=frozenset(), overlay=frozenset())
-    frames = _load_frames(vault / CACHE_FILE) or [None]
-    head = frames[0]
-    if not (isinstance(head, tuple) and len(head) == 3 and head[0] == CACHE_KEY and isinstance(head[1], int)
-            and isinstance(head[2], int) and all(isinstance(frame, dict) for frame in frames[1:])):
+    rows, written = _read_cache(vault)
+    if not written:
         return {}, 0, {}
-    written, rows = head[1], {}
-    for frame in frames[1:]:
-        rows.update(frame)
-    if len(rows) != head[2]:
-        return {}, 0, {}  # cut short: not the file that was written
     _BASE.update(written=written, paths=frozenset(rows))
+    later = _overlaid(vault, rows, written)
+    if later is not None:
+        _BASE["overlay"] = frozenset(later[0]) | frozenset(later[1])
+        return rows, written, dict.fromkeys(later[0], later[2])
+    return rows, written, {}
+
+
+def _overlaid(vault: Path, rows: dict[str, tuple[Any, ...]], written: int) -> tuple[Any, ...] | None:
+    """``rows`` with the overlay of the base written at ``written`` applied; the overlay's rows,
+    its removed paths and when it was written (None: no overlay of that base)."""
     overlay = load_marshal(vault / OVERLAY_FILE)
-    later: dict[str, int] = {}
-    if (isinstance(overlay, tuple) and len(overlay) == 5 and overlay[0] == CACHE_KEY and overlay[1] == written
+    if not (isinstance(overlay, tuple) and len(overlay) == 5 and overlay[0] == CACHE_KEY and overlay[1] == written
             and isinstance(overlay[2], int) and isinstance(overlay[3], dict) and isinstance(overlay[4], tuple)):
-        for path in overlay[4]:
-            rows.pop(path, None)
-        rows.update(overlay[3])
-        later = dict.fromkeys(overlay[3], overlay[2])
-        _BASE["overlay"] = frozenset(overlay[3]) | frozenset(overlay[4])
-    return rows, written, later
+        return None
+    for path in overlay[4]:
+        rows.pop(path, None)
+    rows.update(overlay[3])
+    return overlay[3], overlay[4], overlay[2]
 
 
 def _matches(row: Any, st: Any) -> bool:
@@ -308,8 +333,8 @@ def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
             return
 
     def values() -> Iterator[Any]:
-        yield CACHE_KEY, now, len(kept)
-        paths = list(kept)
+        paths = sorted(kept)
+        yield CACHE_KEY, now, len(paths), tuple(paths[::FRAME_ROWS])
         for start in range(0, len(paths), FRAME_ROWS):
             yield {path: row(path) for path in paths[start:start + FRAME_ROWS]}
 
@@ -439,9 +464,10 @@ def cache_stamp(vault: Path) -> list[list[int] | None]:
 def cached_notes(vault: Path, stats: Mapping[str, tuple[int, int]]) -> dict[str, Note] | None:
     """The parse cache's notes of ``stats``' paths (path -> size, mtime), each as the file stood
     with that size and mtime; None when the cache lacks one of them or holds another version."""
-    cache, written, _ = _load_cache(vault)
+    cache, written = _read_cache(vault, stats)
     if not written:
         return None
+    _overlaid(vault, cache, written)
     found: dict[str, Note] = {}
     try:
         for rel, (size, mtime) in stats.items():
