@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -285,7 +286,9 @@ def fast_load(frontmatter: str) -> dict[str, Any] | None:
             if raw is not None:
                 out[key] = _scalar(raw)
             elif plain is not None:
-                out[key] = plain[2:-1].split("\n- ")
+                # Interned, as the memo of _scalar shares its short strings: arcs list the same files and
+                # commands, and the parse cache (marshal) writes a string it meets again as a reference.
+                out[key] = list(map(sys.intern, plain[2:-1].split("\n- ")))
             elif items is not None:
                 out[key] = [_scalar(item) for item in _ITEM.findall(items)]
             elif nested is not None:
