@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -236,13 +237,77 @@ def _plain_key(key: str) -> bool:
     return known
 
 
+#: A plain scalar that :func:`_resolved` returns as itself: printable ASCII, no blank at either end,
+#: no ``": "``, ``" #"`` or final ``:``, and no implicit resolver's match (a null, boolean or number).
+_PLAIN_STR = (
+    # A letter, "_" or "/" first (no resolver is tried for those but the null and boolean words).
+    r"(?:(?!(?:true|True|TRUE|false|False|FALSE|null|Null|NULL)\n)[A-Za-z_/]"
+    r"[!-9;-~]*+(?:(?::(?=[!-~])|[ ](?=[ !\"$-~]))[!-9;-~]*+)*+"
+    # A digit first (a session id, a date): no "." or ":" at all, and a character no number holds.
+    r"|(?!0[xb])[0-9][0-9_]*+[!-\-/;-@A-Z\[-^`-~]"
+    r"[!-\-/-9;-~]*+(?:[ ](?=[ !\"$-\-/-9;-~])[!-\-/-9;-~]*+)*+)"
+)
+_KEY = r"[A-Za-z_][A-Za-z0-9_-]*"
+#: A scalar as :func:`_lines_load` cuts it from its line (no blank at either end, no line break),
+#: written with one space after its ``:`` or ``-`` (a wider gap goes line by line).
+_RAW = r"[^ \t\r\n][^\r\n]*+(?<![ \t])"
+#: One top-level key with its value, in the shapes arcs are written in (CLUSTERS.md): ``key: scalar``;
+#: a block list of plain strings (read whole, cut by ``str.split``); a block list of other scalars; one
+#: level of ``  sub: scalar`` lines; nothing below (null). A block ends where the next key starts.
+_ENTRY = re.compile(
+    rf"({_KEY}):(?: ({_RAW})\n"
+    rf"|\n(?:((?:- {_PLAIN_STR}\n)+)|((?:- {_RAW}\n)+)|((?:  {_KEY}: {_RAW}\n)+))?(?=[A-Za-z_]|\Z))"
+)
+_ITEM = re.compile(rf"- ({_RAW})\n")
+_SUB = re.compile(rf"  ({_KEY}): ({_RAW})\n")
+
+
 def fast_load(frontmatter: str) -> dict[str, Any] | None:
     """The frontmatter mapping for the plain subset arcs use; None for anything else.
 
     Handles ``key: scalar``, block lists of scalars and one level of nested mappings of
     scalars. Anything fancier (flow collections, anchors, tags, block scalars, comments,
     odd numbers) returns None and goes through the YAML loader, so results never differ.
+
+    A text made of :data:`_ENTRY` shapes alone (an arc as brain cluster writes it) is read an
+    entry at a time by the regex engine; any other line (a blank or comment line, a tab, a
+    repeated key) sends the whole text to the line by line reader, :func:`_lines_load`, whose
+    results these are (tests/test_frontmatter_entries.py compares the two).
     """
+    out: dict[str, Any] = {}
+    pos = entries = 0
+    try:
+        for entry in _ENTRY.finditer(frontmatter):
+            if entry.start() != pos:
+                return _lines_load(frontmatter)
+            pos = entry.end()
+            entries += 1
+            key, raw, plain, items, nested = entry.groups()
+            if raw is not None:
+                out[key] = _scalar(raw)
+            elif plain is not None:
+                # Interned, as the memo of _scalar shares its short strings: arcs list the same files and
+                # commands, and the parse cache (marshal) writes a string it meets again as a reference.
+                out[key] = list(map(sys.intern, plain[2:-1].split("\n- ")))
+            elif items is not None:
+                out[key] = [_scalar(item) for item in _ITEM.findall(items)]
+            elif nested is not None:
+                pairs = _SUB.findall(nested)
+                sub = {name: _scalar(value) for name, value in pairs}
+                if len(sub) != len(pairs):
+                    return None  # a repeated key
+                out[key] = sub
+            else:
+                out[key] = None
+    except _NotSimple:
+        return None
+    if pos != len(frontmatter) or len(out) != entries:
+        return _lines_load(frontmatter)
+    return out
+
+
+def _lines_load(frontmatter: str) -> dict[str, Any] | None:
+    """:func:`fast_load` read line by line: every text the subset holds, blank lines and all."""
     out: dict[str, Any] = {}
     lines = frontmatter.split("\n")
     index, count = 0, len(lines)

@@ -221,17 +221,22 @@ def _lines(value: Any) -> tuple[str, ...]:
     """A YAML list of scalars as one-line strings (bounded, blanks and duplicates dropped).
 
     Anything else (a map, a nested list, a bare scalar) is ignored: these keys are hints for the
-    feed, and a wrong shape must never stop the tick.
+    feed, and a wrong shape must never stop the tick. Each item is :func:`_line` inlined, and the
+    lines seen are a dict's keys (an arc lists dozens of files and commands).
     """
     if not isinstance(value, list | tuple):
         return ()
-    out: list[str] = []
+    out: dict[str, None] = {}
     for item in value:
-        if isinstance(item, bool):
+        if isinstance(item, str):
+            text = item
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            text = str(item)
+        else:
             continue
-        line = _line(item, WORK_ITEM_CHARS)
-        if line is not None and line not in out:
-            out.append(line)
+        line = " ".join(text.split())[:WORK_ITEM_CHARS]
+        if line and line not in out:
+            out[line] = None
             if len(out) == WORK_LIST_ITEMS:
                 break
     return tuple(out)

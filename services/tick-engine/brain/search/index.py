@@ -16,6 +16,7 @@ into a temporary file renamed into place, so a reader never sees half an index.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sqlite3
@@ -123,25 +124,31 @@ WORK_MAX_VALUES = 60
 WORK_VALUE_CHARS = 200
 
 
-def relative_path(path: str, cwd: str | None) -> str:
-    """``path`` relative to the arc's ``cwd`` when it lies under it (what an agent in that checkout types)."""
-    base = (cwd or "").rstrip("/")
-    if base and path.startswith(base + "/"):
-        return path[len(base) + 1:]
-    return path
-
-
 def work_items(arc: ArcInfo) -> WorkItems:
-    """The arc's files (relative to its cwd), commands, errors (open, then met) and identifiers."""
+    """The arc's files (relative to its cwd when under it: what an agent in that checkout types),
+    commands, errors (open, then met) and identifiers."""
+    base = (arc.cwd or "").rstrip("/")
+    under = base + "/" if base else ""
     out = []
     for attr, name in WORK_FIELDS:
-        values = [*getattr(arc, attr), *(v for extra in WORK_EXTRA.get(attr, ()) for v in getattr(arc, extra, ()))]
-        if attr == "files":
-            values = [relative_path(v, arc.cwd) for v in values]
-        kept = tuple(dict.fromkeys(v.strip()[:WORK_VALUE_CHARS] for v in values if v and v.strip()))
+        values = getattr(arc, attr)
+        for extra in WORK_EXTRA.get(attr, ()):
+            values = (*values, *getattr(arc, extra, ()))
+        if attr == "files" and under:
+            values = [v[len(under):] if v.startswith(under) else v for v in values]
+        kept = _distinct(values)
         if kept:
             out.append((name, kept[:WORK_MAX_VALUES]))
     return tuple(out)
+
+
+def _distinct(values: Iterable[str]) -> tuple[str, ...]:
+    """``values`` stripped and cut to :data:`WORK_VALUE_CHARS`, blanks and repeats left out, in order."""
+    seen = dict.fromkeys(map(str.strip, values))
+    seen.pop("", None)
+    if seen and max(map(len, seen)) > WORK_VALUE_CHARS:  # cut, two values may become one
+        return tuple(dict.fromkeys(v[:WORK_VALUE_CHARS] for v in seen))
+    return tuple(seen)
 
 
 def encode_work(work: WorkItems) -> str:
@@ -161,7 +168,7 @@ def decode_work(text: str | None) -> WorkItems:
 
 
 def work_text(work: WorkItems) -> str:
-    return "\n".join(v for _, values in work for v in values)
+    return "\n".join(itertools.chain.from_iterable(values for _, values in work))
 
 
 def rows_for(note: Note, text: str) -> list[Row]:
@@ -180,7 +187,7 @@ def rows_for(note: Note, text: str) -> list[Row]:
     texts: list[str] = []  # redacted in one call below: a file's rows share one pass of the patterns
     kinds: list[tuple[str, int]] = []
     work = work_items(arc) if arc is not None else ()
-    flat = [v for _, values in work for v in values]
+    flat = list(itertools.chain.from_iterable(values for _, values in work))
     if arc is not None:
         texts.append(arc.title)
         texts.extend(flat)
@@ -204,9 +211,12 @@ def rows_for(note: Note, text: str) -> list[Row]:
     clean = _redact_all(texts)
     title = clean.pop(0) if arc is not None else ""  # shown with every hit; searched on the arc row only
     if flat:  # the work items, redacted, back into their fields
-        values = iter(clean[:len(flat)])
+        redacted, at, fields = clean[:len(flat)], 0, []
         del clean[:len(flat)]
-        work = tuple((name, tuple(next(values) for _ in items)) for name, items in work)
+        for name, items in work:
+            fields.append((name, tuple(redacted[at:at + len(items)])))
+            at += len(items)
+        work = tuple(fields)
     return [Row(note.path, line, kind, project, cluster_id, heat, last_active, status, successors, title, body,
                 work if kind == "arc" else ())
             for (kind, line), body in zip(kinds, clean, strict=True)]
