@@ -337,14 +337,20 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
     named = named_projects(by_project)
     found: dict[str, dict[str, tuple[ProjectArc, list[str]]]] = {}
     holding: dict[str, str] = {}  # a file's folder -> the deepest recorded cwd holding it, or its top
+    # A recorded cwd with no other below it holds every file under it as the session's own: those
+    # files are nobody's visit, and are not looked at one by one.
+    alone = {root for root in roots if not any(other.startswith(root + "/") for other in roots)}
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
             if not pa.arc.cwd or not pa.arc.files:
                 continue
             cwd = _slashed(pa.arc.cwd)
             place = _place(cwd)
+            own = place + "/" if place in alone else None
             for path in pa.arc.files:
                 slashed = _slashed(path)
+                if own is not None and (not ABSOLUTE_PATH.match(slashed) or _place(slashed).startswith(own)):
+                    continue
                 full = slashed if ABSOLUTE_PATH.match(slashed) else f"{cwd}/{slashed}"
                 folder = start = full.rsplit("/", 1)[0]
                 known = holding.get(start)
@@ -731,8 +737,7 @@ def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[s
     (a redaction per file of every shown arc cost a tick 0.2 s on fifteen projects of 35-file
     arcs); what a file claims depends only on its folder and the cwd, so each folder is looked
     at once."""
-    seen: dict[tuple[str, str], set[str]] = {}
-    claimed: dict[tuple[str, str], list[str]] = {}  # (cwd, a file's folder) -> the folders its files claim
+    grouped: dict[tuple[str, str, str], tuple[str, set[str]]] = {}  # (project, cwd, a folder) -> a file, its files
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
             if not pa.arc.cwd:
@@ -740,14 +745,17 @@ def touched_folders(by_project: Mapping[str, list[ProjectArc]], roots: Mapping[s
             cwd = pa.arc.cwd.replace("\\", "/")
             for path in pa.arc.files:
                 slashed = path.replace("\\", "/")
-                where = (cwd, slashed.rpartition("/")[0])
-                found = claimed.get(where)
-                if found is None:
-                    found = claimed[where] = _claims(slashed, cwd)
-                for folder in found:
-                    shown = redact_recurring(folder)
-                    if shown not in roots:
-                        seen.setdefault((shown, project), set()).add(path)
+                grouped.setdefault((project, cwd, slashed.rpartition("/")[0]), (slashed, set()))[1].add(path)
+    seen: dict[tuple[str, str], set[str]] = {}
+    claimed: dict[tuple[str, str], list[str]] = {}  # (cwd, a file's folder) -> the folders its files claim
+    for (project, cwd, where), (slashed, files) in grouped.items():
+        found = claimed.get((cwd, where))
+        if found is None:
+            found = claimed[(cwd, where)] = _claims(slashed, cwd)
+        for folder in found:
+            shown = redact_recurring(folder)
+            if shown not in roots:
+                seen.setdefault((shown, project), set()).update(files)
     best: dict[str, tuple[int, str]] = {}
     for (folder, project), files in seen.items():
         if len(files) >= TOUCHED_FILES and (folder not in best or best[folder] < (len(files), project)):
