@@ -349,9 +349,10 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
             own = place + "/" if place in alone else None
             for path in pa.arc.files:
                 slashed = _slashed(path)
-                if own is not None and (not ABSOLUTE_PATH.match(slashed) or _place(slashed).startswith(own)):
+                absolute = ABSOLUTE_PATH.match(slashed) is not None
+                if own is not None and (not absolute or _place(slashed).startswith(own)):
                     continue
-                full = slashed if ABSOLUTE_PATH.match(slashed) else f"{cwd}/{slashed}"
+                full = slashed if absolute else f"{cwd}/{slashed}"
                 folder = start = full.rsplit("/", 1)[0]
                 known = holding.get(start)
                 if known is not None:

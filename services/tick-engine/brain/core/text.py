@@ -83,7 +83,7 @@ def strip_ansi(text: str) -> str:
 def printable(text: str, keep: str = "") -> str:
     """``text`` with lone surrogates as U+FFFD, ANSI escapes removed, and every control,
     separator, format or unassigned character but those in ``keep`` a space."""
-    text = _ANSI.sub("", repair_surrogates(text))
+    text = strip_ansi(repair_surrogates(text))
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() or ch in keep else " " for ch in text)

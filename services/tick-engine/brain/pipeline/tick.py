@@ -472,7 +472,7 @@ def _run(tick: _Tick) -> None:
         writer.prune_journals(vault, s.journal_keep)
         _save_state(tick, listing, snapshot, final,
                     dashboards_key if final is kplan.decisions else _dashboards_key(final),
-                    {name: [inputs, _text_sha1(final_plan.feed_files[name])]
+                    {name: [inputs, writer.sha1_bytes(final_plan.feed_files[name].encode("utf-8"))]
                      for name, inputs in final_plan.feed_inputs.items()},
                     view=snapshot.notes.values() if tick.partial else _view_notes(snapshot, final,
                                                                                   final_plan.feed_reads))
@@ -860,10 +860,6 @@ def _saved_listing(tick: _Tick, state: Mapping[str, Any]) -> Listing | None:
     return None
 
 
-def _text_sha1(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-
 def _feed_before(feed_dir: Path, state: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     """The feed files the last clean tick wrote with their inputs digest, each read back and
     kept only while it holds the very text written then (an edit or a later write drops it)."""
@@ -879,7 +875,7 @@ def _feed_before(feed_dir: Path, state: Mapping[str, Any]) -> dict[str, tuple[st
             text = read_regular(feed_dir / name).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if _text_sha1(text) == entry[1]:
+        if writer.sha1_bytes(text.encode("utf-8")) == entry[1]:
             out[name] = (entry[0], text)
     return out
 

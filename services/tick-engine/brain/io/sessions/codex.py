@@ -493,18 +493,22 @@ def read(paths: list[Path], stats: ReadStats, progress: Progress | None = None,
             if waiting.get(own, 0) > 0:
                 held[own] = (rollout, damaged)  # its subagents come later in the run
                 continue
-        session = rollout.session(damaged)
-        if session is None:
-            stats.files_without_conversation += 1
-            continue
-        yield session
+        session = _session_of(rollout, damaged, stats)
+        if session is not None:
+            yield session
     for rollout, damaged in held.values():  # subagent files that could not be read
-        session = rollout.session(damaged)
-        if session is None:
-            stats.files_without_conversation += 1
-            continue
-        yield session
+        session = _session_of(rollout, damaged, stats)
+        if session is not None:
+            yield session
     stats.orphan_subagent_files += sum(len(agents) for agents in early.values())  # a parent with no session_meta
+
+
+def _session_of(rollout: _Rollout, damaged: int, stats: ReadStats) -> Session | None:
+    """The rollout's session; None (counted) when it holds no conversation."""
+    session = rollout.session(damaged)
+    if session is None:
+        stats.files_without_conversation += 1
+    return session
 
 
 def _fingerprint(kind: str, payload: dict[str, Any]) -> int | None:
