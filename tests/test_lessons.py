@@ -197,6 +197,33 @@ def test_operator_feedback_on_a_stopped_command_is_a_decision() -> None:
         "rg: x: No such file"
 
 
+def test_a_tool_the_machine_refuses_is_a_failure_until_it_works_again() -> None:
+    """Grep's bundled ``rg`` not executable fails every Grep of a session, and of the next one
+    (xuwentao/paas-controller, three sessions): a tool failing for the environment's sake
+    (EACCES, EPERM, a full disk …) is recorded like a command's failure, and mended by the next
+    call of that tool that works; a path the agent got wrong (ENOENT, EISDIR) stays exploration."""
+    from brain.core.worklog import WorkLog
+
+    spawn = "spawn /opt/homebrew/lib/node_modules/@anthropic-ai/claude-code/vendor/ripgrep/arm64-darwin/rg EACCES"
+    work = WorkLog("abcdef12")
+    work.cwd = "/w/paas"
+    work.tool("g1", 3, "Grep")
+    work.result("g1", 4, True, spawn)
+    work.tool("r1", 5, "Read", "/w/paas/pkg")
+    work.result("r1", 6, True, "EISDIR: illegal operation on a directory, read")
+    work.tool("r2", 7, "Read", "/w/paas/gone.go")
+    work.result("r2", 8, True, "ENOENT: no such file or directory")
+    work.tool("r3", 9, "Read", "/w/paas/main.go")
+    work.result("r3", 10, False, "")  # another tool working mends nothing
+    [failure] = work.failures()
+    assert (failure.command, failure.text, failure.resolved, failure.names) == ("Grep", spawn, False, ("EACCES",))
+    assert work.lessons() == ()  # not an error the work fixed
+    work.tool("g2", 11, "Grep")
+    work.result("g2", 12, False, "")
+    [failure] = work.failures()
+    assert failure.resolved
+
+
 def test_identifiers_the_operator_typed() -> None:
     found = identifiers("Work on bead spotter-dov, see `pr_input` in lib/spotter/app.ex and group.visible; "
                         "myVariable vs follow-up on GitHub, version 1.2.3, [REDACTED_MESSAGE len=3]")

@@ -418,6 +418,17 @@ def _ranked(counts: Counter[str], order: dict[str, int]) -> tuple[tuple[str, int
     return tuple(items[:MAX_RANKED])
 
 
+#: Errno names that say the machine refused a tool (permissions, resources, the network), not
+#: that the agent asked for a path that is not there (ENOENT, EISDIR): whichever tool hits one
+#: (Grep's bundled ``rg`` not executable, a full disk) fails the same way in the next session.
+_ENVIRONMENT_ERRNOS = frozenset({
+    "EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT", "EMFILE", "ENFILE", "ENOMEM", "ETIMEDOUT", "ECONNREFUSED",
+    "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EADDRINUSE",
+})
+#: The key of a tool's own failure (see :data:`_ENVIRONMENT_ERRNOS`), never a command's.
+_TOOL_KEY = "\0tool "
+
+
 @dataclass
 class _Call:
     line: int
@@ -440,6 +451,7 @@ class WorkLog:
     _failures: list[tuple[str, Failure]] = field(default_factory=list)  # (key, failure)
     _identifiers: Counter[str] = field(default_factory=Counter)
     _todos: list[Todo] = field(default_factory=list)
+    _broken: set[str] = field(default_factory=set)  # the tools that failed for the environment's sake
     miner: LessonMiner = field(init=False)
 
     def __post_init__(self) -> None:
@@ -492,29 +504,40 @@ class WorkLog:
         if not is_error:
             if call.key:
                 self._resolve(call.key, line)
+            if _TOOL_KEY + call.tool in self._broken:
+                self._mend(_TOOL_KEY + call.tool)
             return
         self.miner.rejection(line, output)
         if call.tool in ("shell", "utility") and is_operator_feedback(output):
             self.miner.feedback(line, output)
             return
-        if call.tool != "shell":
+        names = output_error_names(output)
+        environment = call.tool not in ("shell", "utility") and not _ENVIRONMENT_ERRNOS.isdisjoint(names)
+        if call.tool != "shell" and not environment:
             return  # exploration (ls, rg …) and tool mechanics (an Edit's "found 2 matches"): no failure
         signature = error_signature(output)
         if not signature:
             return
+        if environment:  # the tool itself fails here (Grep: "spawn …/rg EACCES"): any later success mends it
+            call = _Call(call.line, call.tool, _TOOL_KEY + call.tool, call.display)
+            self._broken.add(call.key)
         root = self.cwd.replace("\\", "/").rstrip("/")
         if root:
             signature = signature.replace(root + "/", "")  # repo-relative, and no home path in the arc
         if len(self._failures) < MAX_FAILURES * 4:
-            self._failures.append((call.key, Failure(signature[:ITEM_CHARS], False, call.line, call.display,
-                                                     output_error_names(output))))
-        self.miner.failure(call.line, call.key, call.display, signature)
+            self._failures.append((call.key, Failure(signature[:ITEM_CHARS], False, call.line, call.display, names)))
+        if not environment:
+            self.miner.failure(call.line, call.key, call.display, signature)
 
     def _resolve(self, key: str, line: int) -> None:
+        self._mend(key)
+        self.miner.success(line, key)
+
+    def _mend(self, key: str) -> None:
+        """The failures recorded under ``key`` are resolved."""
         for index, (fkey, failure) in enumerate(self._failures):
             if fkey == key and not failure.resolved:
                 self._failures[index] = (fkey, dataclasses.replace(failure, resolved=True))
-        self.miner.success(line, key)
 
     # --- prompts and plans -------------------------------------------------------------------
 
