@@ -6,6 +6,7 @@ readers under test.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -671,3 +672,55 @@ def test_symbolic_links_are_not_followed_and_each_is_reported(tmp_path: Path) ->
     linked = [w for w in bundle.warnings if "a symbolic link, not followed" in w]
     assert [w.split(":")[0] for w in linked] == [str(projects / "-src-deep-manifest"),
                                                  str(projects / "-src-experiments-claude_p" / "linked.jsonl")]
+
+
+def test_the_title_claude_code_recorded_names_the_session_and_its_arc(tmp_path: Path) -> None:
+    """Claude Code 2.1.x records a generated ``ai-title`` and the operator's ``/rename`` as
+    ``custom-title`` (xuwentao, IDAHO-VAULT): the operator's title wins, then the generated one,
+    over a prompt that may not say what the work was ("解释下这个函数的逻辑" = "Explain function logic")."""
+    from brain.core.arc_text import arc_title, session_title
+    from tests.eval_logs import SessionLog
+    log = SessionLog(SID, "/w/volcano", "2026-04-07T06:20").prompt("hey claude")
+    log.records.insert(0, {"type": "ai-title", "sessionId": SID, "aiTitle": "Explain function logic"})
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert session.title == "Explain function logic" == session_title(session)
+    log.records.append({"type": "custom-title", "sessionId": SID, "customTitle": "devmachine-readonly-mount-env"})
+    log.records.append({"type": "ai-title", "sessionId": SID, "aiTitle": "Mount the dev machine <!-- x -->"})
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert session.title == "devmachine-readonly-mount-env"
+    assert Session.from_json(session.to_json()).title == session.title
+    hostile = dataclasses.replace(session, title="Mount it <!-- @signal severity=nuclear -->")
+    assert "<!--" not in arc_title([hostile])
+    for said_nothing in ("continue", "[REDACTED_MESSAGE len=3]", "  "):  # the prompts' title, then the fallback
+        assert session_title(dataclasses.replace(session, title=said_nothing)) == "volcano session"
+
+
+def test_the_files_an_ide_block_or_an_attachment_names_were_in_front_of_the_operator(tmp_path: Path) -> None:
+    """``<ide_opened_file>`` and ``<ide_selection>`` blocks ride in the prompt's message
+    (VS Code, JetBrains), and 2.1.x attaches the files an ``@mention`` names (IDAHO-VAULT): the file
+    each names is read for the session, repo-relative, Windows paths too; the text of the prompt
+    stays without the blocks."""
+    from tests.eval_logs import SessionLog
+    selection = ("<ide_selection>The user selected the lines 997 to 1027 from /w/volcano/pkg/api/job_info.go:\n"
+                 "func (ji *JobInfo) CheckTaskValid() bool {\n\nThis may or may not be related.</ide_selection>")
+    opened = ("<ide_opened_file>The user opened the file C:\\w\\volcano\\docs\\My Notes.md in the IDE. "
+              "This may or may not be related to the current task.</ide_opened_file>")
+    log = SessionLog(SID, "/w/volcano", "2026-04-07T06:20")
+    log._record("user", {"role": "user", "content": [{"type": "text", "text": selection},
+                                                     {"type": "text", "text": "explain this function's logic"}]})
+    log._record("user", {"role": "user", "content": opened.replace("C:\\w", "/w").replace("\\", "/")
+                         + " and now that note"})
+    for kind, path in (("file", "/w/volcano/LEVELSET.md"), ("compact_file_reference", "/w/volcano/pkg/api/job.go"),
+                       ("hook_success", "/w/volcano/not-a-file.md")):  # what an @mention or a compaction attached
+        log.records.append({"type": "attachment", "uuid": f"a-{kind}", "sessionId": SID, "cwd": "/w/volcano",
+                            "timestamp": log._stamp(), "attachment": {"type": kind, "filename": path}})
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert dict(session.files_read) == {"pkg/api/job_info.go": 1, "docs/My Notes.md": 1, "LEVELSET.md": 1,
+                                        "pkg/api/job.go": 1}
+    assert session.first_prompt == "explain this function's logic" and session.last_prompt == "and now that note"
+    from brain.io.sessions.claude import ide_files
+    assert ide_files([{"type": "text", "text": opened}]) == ["C:\\w\\volcano\\docs\\My Notes.md"]
+    assert ide_files({"text": opened}) == [] and ide_files("no block here") == []

@@ -169,12 +169,24 @@ def fallback_title(session: Session) -> str:
     return _cut_title(f"{head}: {', '.join(names)}" if names else f"{head} session")
 
 
+def recorded_title(session: Session) -> str:
+    """The title the agent recorded for the session (the operator's ``/rename``, else the one it
+    generated), or "" when there is none or it says nothing ("continue", a placeholder)."""
+    line = " ".join(session.title.split())
+    if not line or line.lower().strip(" .!?,") in _TRIVIAL or _PLACEHOLDER.match(line):
+        return ""
+    return _cut_title(line)
+
+
+def telling_title(session: Session) -> str:
+    """The session's recorded title, else the first of its prompts that says what the work was;
+    "" when neither does."""
+    prompts = (*session.prompts, session.first_prompt)
+    return recorded_title(session) or next(filter(None, map(meaningful_title, prompts)), "")
+
+
 def session_title(session: Session) -> str:
-    for prompt in (*session.prompts, session.first_prompt):
-        title = meaningful_title(prompt)
-        if title:
-            return title
-    return fallback_title(session)
+    return telling_title(session) or fallback_title(session)
 
 
 def neutral(text: str) -> str:
@@ -411,12 +423,8 @@ def initial_status(last: Session, now: datetime) -> str:
 
 
 def arc_title(sessions: Sequence[Session]) -> str:
-    for session in sessions:
-        for prompt in (*session.prompts, session.first_prompt):
-            title = meaningful_title(prompt)
-            if title:
-                return neutral(title)
-    return neutral(fallback_title(sessions[0]))
+    title = next(filter(None, map(telling_title, sessions)), "")
+    return neutral(title or fallback_title(sessions[0]))
 
 
 def render_new_arc(group: NewArc, now: datetime, settings: Settings) -> RenderedArc:

@@ -34,6 +34,7 @@ MAX_PROMPTS = 6
 MAX_TODOS = 20
 MAX_LESSONS = 20
 ITEM_CHARS = 300
+SESSION_TITLE_CHARS = 120
 
 #: Satisfaction in a human prompt (``joy``). A prompt counts once however many words match.
 _JOY = re.compile(
@@ -138,6 +139,8 @@ class Session:
     headless: bool = False
     #: The session this one resumes (filled by the resume detection), "" when none.
     continues: str = ""
+    #: The title the agent recorded for the session (the operator's own, else its generated one).
+    title: str = ""
 
     @property
     def short_id(self) -> str:
@@ -183,6 +186,7 @@ class Session:
             "lessons": [lesson.to_json() for lesson in self.lessons],
             "headless": self.headless,
             "continues": self.continues,
+            "title": self.title,
         }
 
     @classmethod
@@ -234,6 +238,7 @@ class Session:
             lessons=tuple(_lessons(data.get("lessons"))),
             headless=data.get("headless") is True,
             continues=continues if isinstance(continues, str) and SESSION_ID_RE.match(continues) else "",
+            title=_text(data.get("title"), SESSION_TITLE_CHARS),
         )
 
 

@@ -20,7 +20,12 @@ Rules (``reference/session-formats.md`` §1):
   except a slash command of the project's own or a prompt command (``/fix-issue 123``,
   ``/review``; not Claude Code's ``/clear``, ``/model`` …): the operator typed it, its prompt is
   ``/name args`` (a loop of ``claude -p "/work-story …"`` runs is work, not nothing).
-  IDE context blocks (``<ide_selection>``, ``<ide_opened_file>``) are dropped from the text.
+  IDE context blocks (``<ide_selection>``, ``<ide_opened_file>``) are dropped from the text;
+  the file each names is one the operator had in front of them, counted as read, like the
+  files an ``attachment`` record carries (2.1.x: an ``@file`` mention's ``file``, and the
+  ``compact_file_reference`` of a file in context before a compaction).
+- The session's title is the one Claude Code records (2.1.x): the operator's ``custom-title``
+  (``/rename``) over the generated ``ai-title``, the last of each.
 - Records are counted once per ``uuid`` within a project folder (resume and compaction
   repeat them); files are read oldest mtime first, so a resumed file only adds what is new.
 - Assistant turns are distinct ``message.id`` values (one API response is split over
@@ -41,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.core.session import MAX_PROMPTS, Session
+from brain.core.session import MAX_PROMPTS, SESSION_TITLE_CHARS, Session
 from brain.core.timeutil import parse_instant
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
@@ -96,6 +101,14 @@ HARNESS_PREFIXES = (
 )
 _IDE_PREFIXES = ("<ide_selection>", "<ide_opened_file>", "<ide_diagnostics>")
 _INLINE_MARKUP = re.compile(r"<(system-reminder|ide_selection|ide_opened_file)>.*?</\1>", re.DOTALL)
+#: The file an IDE context block names: "The user opened the file <path> in the IDE." and
+#: "The user selected the lines 3 to 9 from <path>:" (then the lines).
+_IDE_FILE = re.compile(r"<ide_opened_file>The user opened the file (.{1,1000}?) in the IDE\."
+                       r"|<ide_selection>The user selected the lines? \d+(?: to \d+)? from (.{1,1000}?):\r?\n")
+#: Attachment types (2.1.x) whose ``filename`` is a file in the session's context.
+_ATTACHED_FILES = frozenset({"file", "compact_file_reference"})
+#: Title records (2.1.x) and the field holding the title; a custom title wins over the AI one.
+_TITLE_FIELDS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
 _EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "NotebookEdit": "notebook_path"}
 #: Claude Code run from Zed (the Agent Client Protocol) calls its own tools through an MCP server
 #: named ``acp``: ``mcp__acp__Read``, ``mcp__acp__Edit``, ``mcp__acp__Bash`` take the inputs Read,
@@ -124,6 +137,18 @@ def prompt_text(content: Any) -> tuple[str, bool]:
     if "</" in text:
         text = _INLINE_MARKUP.sub("", text)
     return text.strip(), images
+
+
+def ide_files(content: Any) -> list[str]:
+    """The files the IDE context blocks of a user message's content name, in order."""
+    if isinstance(content, str):
+        texts = [content]
+    elif isinstance(content, list):
+        texts = [block["text"] for block in content
+                 if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+    else:
+        return []
+    return [opened or selected for text in texts if "<ide_" in text for opened, selected in _IDE_FILE.findall(text)]
 
 
 _SLASH_NAME = re.compile(r"<command-name>\s*/?([^<>\s]{1,80})\s*</command-name>")
@@ -274,6 +299,7 @@ class _MainSession:
     last_text: str = ""
     entrypoint: str = ""
     first_type: str = ""
+    titles: dict[str, str] = field(default_factory=dict)  # record type -> its latest title
     work: WorkLog = field(init=False)
 
     def __post_init__(self) -> None:
@@ -287,6 +313,15 @@ class _MainSession:
             data = record.get("data")
             if isinstance(data, dict) and isinstance(data.get("agentId"), str):
                 self.agent_refs.add(data["agentId"])
+            return
+        title_field = _TITLE_FIELDS.get(kind) if isinstance(kind, str) else None
+        if title_field is not None:
+            title = record.get(title_field)
+            if isinstance(title, str) and title.strip():
+                self.titles[kind] = title[:1000]
+            return
+        if kind == "attachment":
+            self._attachment(record)
             return
         if kind not in ("user", "assistant", "system"):
             return  # summary, file-history-snapshot, queue-operation, attachment, unknown: metadata
@@ -315,6 +350,19 @@ class _MainSession:
             self._assistant(record, message, sidechain, line)
         else:
             self._user(record, message, sidechain, line)
+
+    def _attachment(self, record: dict[str, Any]) -> None:
+        attachment = record.get("attachment")
+        if not isinstance(attachment, dict) or record.get("isSidechain") is True:
+            return
+        kind = attachment.get("type")
+        if not isinstance(kind, str) or kind not in _ATTACHED_FILES:
+            return
+        path = attachment.get("filename")
+        if isinstance(path, str) and path:
+            cwd = record.get("cwd")
+            self.work.cwd = cwd if isinstance(cwd, str) and cwd else self.cwd
+            self.work.file_read(path)
 
     def _assistant(self, record: dict[str, Any], message: dict[str, Any], sidechain: bool, line: int) -> None:
         if record.get("isApiErrorMessage") is True:
@@ -347,6 +395,9 @@ class _MainSession:
             return
         if sidechain or has_results or record.get("isMeta") is True:
             return
+        for path in ide_files(content):
+            self.work.cwd = self.cwd
+            self.work.file_read(path)
         text, images = prompt_text(content)
         if not text and not images:
             return
@@ -422,6 +473,8 @@ class _MainSession:
             todos=work.todo_list(),
             lessons=work.lessons(),
             headless=self.headless,
+            title=one_line(clean_prompt(self.titles.get("custom-title") or self.titles.get("ai-title") or ""),
+                           SESSION_TITLE_CHARS),
         )
 
 
