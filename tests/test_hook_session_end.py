@@ -146,6 +146,20 @@ def test_the_two_latest_ended_sessions_are_shown_newest_first(feed: Path, logs: 
     assert context.count("# A session here ended") == 2
 
 
+def test_two_sessions_that_left_the_same_lines_are_shown_once(feed: Path, logs: Path, tmp_path: Path) -> None:
+    """A session and the copy its resume starts with (another id, the same records) both end:
+    the next session reads what they left once (xuwentao/paas-controller had it twice)."""
+    state = tmp_path / "state"
+    copy = "0d6e0bad-1959-4eec-a9d2-0bfade768d8f"
+    (logs / f"{copy}.jsonl").write_text((logs / f"{ENDED}.jsonl").read_text().replace(ENDED, copy))
+    end(feed, state, logs)
+    end(feed, state, logs, copy)
+    (feed / "projects" / "index.json").write_text(json.dumps(index("2026-02-10T20:00:00Z")))
+    context = start(feed, state)
+    assert context.count("# A session here ended") == 1
+    assert context.count("mix phx.server doesnt seem to start") == 1
+
+
 @pytest.mark.parametrize("payload", [
     {"session_id": ENDED},  # no transcript named
     {"session_id": ENDED, "transcript_path": "/nowhere/x.jsonl"},

@@ -296,3 +296,20 @@ def test_a_folder_named_like_a_project_is_its_checkout_elsewhere() -> None:
                      created="2026-11-19T08:00:00Z", last_active="2026-11-19T09:00:00Z",
                      files=["D:\\M-Claude\\config.toml"])
     assert "`config.toml`" in rendered([own, drive], "projects/m-claude.md")
+
+
+@pytest.mark.parametrize(("error", "shown"), [
+    # what went wrong sat past the cut, behind a vendored binary's path (xuwentao/paas-controller)
+    ("spawn /opt/homebrew/lib/node_modules/@anthropic-ai/claude-code/vendor/ripgrep/arm64-darwin/rg EACCES (Grep)",
+     "`spawn /…/ripgrep/arm64-darwin/rg EACCES (Grep)`"),
+    ("C:\\Users\\loganf\\Documents\\IDAHO-VAULT\\swarm\\agents\\runner\\app.py raised KeyError: 'levels' while "
+     "loading the swarm configuration",
+     "`C:\\…\\swarm\\agents\\runner\\app.py raised KeyError: 'levels' while loading the swarm configuration`"),
+    ("ModuleNotFoundError: No module named 'swarm' in /srv/app/venv/lib/python3.11/site-packages/x.py",
+     "`ModuleNotFoundError: No module named 'swarm' in /srv/app/venv/lib/python3.11/site-packages/x.py`"),  # fits
+    ("a`b\\nc", "`ab c`"),
+])
+def test_an_error_keeps_what_went_wrong_and_gives_up_the_middle_of_its_paths(error: str, shown: str) -> None:
+    from brain.core.project_feed import error_text
+
+    assert error_text(error) == shown

@@ -591,7 +591,8 @@ def test_an_unknown_slash_command_is_no_prompt_and_never_a_title(tmp_path: Path)
     (seen in real logs, setG): the operator's prompts are the ones around it."""
     from tests.eval_logs import SessionLog
     log = (SessionLog(SID, "/w/avd", "2026-05-17T09:00").prompt("Unknown skill: btw")
-           .prompt("root the avd image so that adb root works").prompt("Unknown slash command: foo"))
+           .prompt("root the avd image so that adb root works").prompt("Unknown slash command: foo")
+           .prompt("Commands are in the form `/command [args]`"))  # what was typed is no command (xuwentao)
     log.write(tmp_path / "projects")
     session = by_id(run(tmp_path / "projects"))[SID]
     assert session.user_turns == 1

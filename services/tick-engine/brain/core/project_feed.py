@@ -100,6 +100,8 @@ RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = 5, AGGREGATE_ARCS
 RECENT_WORK_FILES = 10
 #: Commands ``recent-work.md`` lists: the operator's habits across projects, a guess for a new one.
 RECENT_WORK_COMMANDS = 30
+#: An error's code span in a feed line.
+ERROR_CHARS = 100
 #: How deep into a project's arcs (in :func:`project_arcs` order) any project or recent-work
 #: line can look: a new window above must be counted here (a quiet tick reads only these).
 SHOWN_ARCS = max(RECENT_ARCS + 2, AGGREGATE_ARCS, KEEP_TOP_ARCS, LESSON_ARCS, RECENT_WORK_AGGREGATE)
@@ -266,10 +268,18 @@ def files_in_play(arc: ArcInfo) -> list[str]:
     return [f for f in arc.files if not f.startswith(SCRATCH_PREFIXES)][:IN_PLAY_FILES]
 
 
+#: An absolute path inside an error's text, long enough to crowd out what went wrong.
+_LONG_PATH = re.compile(r"(?<![\w/\\])(?:[A-Za-z]:)?[/\\][^\s`'\"()\[\]]{40,}")
+
+
 def error_text(error: str) -> str:
-    """An error as one short code span (extractors keep escaped newlines: ``\\n``)."""
+    """An error as one short code span (extractors keep escaped newlines: ``\\n``). Long paths
+    give up their middle folders first: ``spawn /…/arm64-darwin/rg EACCES (Grep)`` says what went
+    wrong where ``spawn /opt/homebrew/lib/node_modules/@anthropic-ai/claude-code/vendor/ri…`` did not."""
     flat = error.replace("\\n", " ").replace("\\t", " ").replace("`", "")
-    return f"`{feed_text(flat, 100)}`"
+    if len(flat) > ERROR_CHARS:
+        flat = _LONG_PATH.sub(lambda found: cut_path(found.group(), 32), flat)
+    return f"`{feed_text(flat, ERROR_CHARS)}`"
 
 
 def same_words(a: str, b: str) -> bool:

@@ -639,6 +639,11 @@ def ended_section(state: Path, index: ProjectIndex | None, project: str | None, 
     if not shown:
         return None
     shown.sort(key=lambda item: item[0], reverse=True)
+    # Two sessions that left the very same lines (a session and its resume) say them once, the newest.
+    newest: dict[tuple[str, ...], tuple[datetime, list[str]]] = {}
+    for ended, lines in shown:
+        newest.setdefault(tuple(lines), (ended, lines))
+    shown = list(newest.values())
     blocks = [f"# A session here ended {_age((now - ended).total_seconds())} ago (not in the feed below yet)\n\n"
               + "\n".join(lines) for ended, lines in shown[:ENDED_SHOWN]]
     return FeedSection(ENDED_SECTION, 100, "\n\n".join(blocks))

@@ -98,6 +98,8 @@ HARNESS_PREFIXES = (
     # What Claude Code writes as the user's turn when a typed slash command names no skill (`/btw`).
     "Unknown skill: ",
     "Unknown slash command: ",
+    # ... and, after a local command's caveat, when what was typed is no command at all (xuwentao).
+    "Commands are in the form `/command [args]`",
 )
 _IDE_PREFIXES = ("<ide_selection>", "<ide_opened_file>", "<ide_diagnostics>")
 _INLINE_MARKUP = re.compile(r"<(system-reminder|ide_selection|ide_opened_file)>.*?</\1>", re.DOTALL)
