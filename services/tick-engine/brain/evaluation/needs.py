@@ -449,7 +449,9 @@ _ERRNO = re.compile(
     r"NOTDIR|ISDIR|NOSPC|PIPE|AGAIN|MFILE|NOTEMPTY|HOSTUNREACH|NETUNREACH|NOTFOUND|AI_AGAIN|BADF|INVAL|"
     r"NOMEM|ROFS|BUSY|NOTCONN|LOOP|NAMETOOLONG|DQUOT|XDEV)|ERR_[A-Z][A-Z_]{2,})\b"
 )
-_NOT_FOUND = re.compile(r"(?:([\w.+-]+): command not found|command not found: ([\w.+-]+))")
+#: bash's ``foo: command not found`` and zsh's ``zsh:1: command not found: foo`` (whose line
+#: number before the words is no command: the name comes after them).
+_NOT_FOUND = re.compile(r"(?:([\w.+-]+): command not found(?!:)|command not found: ([\w.+-]+))")
 _NO_MODULE = re.compile(r"No module named ['\"]?([\w.]+)")
 _TS_CODE = re.compile(r"\berror (TS\d{4,5})\b|\b(TS\d{4,5}):")
 _RUST_CODE = re.compile(r"\berror\[(E\d{4})\]")

@@ -326,7 +326,7 @@ class _MainSession:
             self._attachment(record)
             return
         if kind not in ("user", "assistant", "system"):
-            return  # summary, file-history-snapshot, queue-operation, attachment, unknown: metadata
+            return  # summary, file-history-snapshot, queue-operation, unknown: metadata
         self.times.add(time_key(record.get("timestamp")))
         cwd = record.get("cwd")
         if isinstance(cwd, str) and cwd:
