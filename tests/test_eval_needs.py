@@ -104,6 +104,8 @@ def test_errors_skip_harness_noise() -> None:
     assert parse_errors("<tool_use_error>Sibling tool call errored</tool_use_error>") == []
     assert parse_errors("Exit code 127\n/bin/bash: line 1: pytest: command not found") == [
         ("command not found pytest", "command not found: pytest")]
+    assert parse_errors("<tool_use_error>InputValidationError: Bash failed due to the following issue:\n"
+                        "An unexpected parameter `tabId` was provided</tool_use_error>") == []
     for zsh in ("(eval):1: command not found: go", "Exit code 127\nzsh:1: command not found: go"):  # not "1"
         assert parse_errors(zsh) == [("command not found go", "command not found: go")]
     assert parse_errors("ModuleNotFoundError: No module named 'yaml'") == [

@@ -460,6 +460,9 @@ _HARNESS_NOISE = (
     "The user doesn't want to proceed", "The user doesn't want to take this action", "User rejected",
     "Sibling tool call errored", "File has not been read yet", "[Request interrupted",
     "Error: The user doesn't want",
+    # The agent called a tool with inputs its schema refuses (a parameter it made up): the harness's
+    # error about the call, not the project's.
+    "InputValidationError",
 )
 
 
