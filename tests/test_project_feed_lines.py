@@ -135,6 +135,9 @@ def test_the_handoff_quotes_the_last_prompt_without_pasted_rules_or_placeholders
     prompt = "A couple of tests are unhappy now:\\\n\\\n______________________ test_row_expansion ____\n[Image #1]"
     text = rendered([arc_note("2026-11-21-b-0123456789d3", title="Fix lint", last_prompt=prompt)])
     assert '— stopped at: "A couple of tests are unhappy now: test_row_expansion"' in text
+    for wordless in (".", "??", "[Image #1]"):  # says nothing (xuwentao: `stopped at: "."`)
+        text = rendered([arc_note("2026-11-21-b-0123456789d3", title="Fix lint", last_prompt=wordless)])
+        assert "stopped at" not in text and "- Last session (" in text
 
 
 def test_errors_met_and_resolved_are_seen_by_the_next_session() -> None:

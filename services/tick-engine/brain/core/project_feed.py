@@ -260,14 +260,17 @@ _PROMPT_NOISE = re.compile(r"\\n|\\\s|[_=*~#-]{4,}|\[Image #\d+\]")
 
 
 def prompt_text(prompt: str) -> str:
-    """A prompt as one clean line for the handoff (pasted test output keeps its words, not its rules)."""
-    return " ".join(_PROMPT_NOISE.sub(" ", prompt).split())
+    """A prompt as one clean line for the handoff (pasted test output keeps its words, not its
+    rules); "" for one without a word in it: a session that stopped at ``.`` says nothing."""
+    line = " ".join(_PROMPT_NOISE.sub(" ", prompt).split())
+    return line if _WORD_CHAR.search(line) else ""
 
 
 def files_in_play(arc: ArcInfo) -> list[str]:
     return [f for f in arc.files if not f.startswith(SCRATCH_PREFIXES)][:IN_PLAY_FILES]
 
 
+_WORD_CHAR = re.compile(r"\w")
 #: An absolute path inside an error's text, long enough to crowd out what went wrong.
 _LONG_PATH = re.compile(r"(?<![\w/\\])(?:[A-Za-z]:)?[/\\][^\s`'\"()\[\]]{40,}")
 
