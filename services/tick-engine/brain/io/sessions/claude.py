@@ -316,9 +316,8 @@ class _MainSession:
             if isinstance(data, dict) and isinstance(data.get("agentId"), str):
                 self.agent_refs.add(data["agentId"])
             return
-        title_field = _TITLE_FIELDS.get(kind) if isinstance(kind, str) else None
-        if title_field is not None:
-            title = record.get(title_field)
+        if isinstance(kind, str) and kind in _TITLE_FIELDS:
+            title = record.get(_TITLE_FIELDS[kind])
             if isinstance(title, str) and title.strip():
                 self.titles[kind] = title[:1000]
             return
