@@ -146,6 +146,22 @@ def test_the_two_latest_ended_sessions_are_shown_newest_first(feed: Path, logs: 
     assert context.count("# A session here ended") == 2
 
 
+def test_a_session_nobody_typed_a_prompt_in_leaves_nothing(feed: Path, logs: Path, tmp_path: Path) -> None:
+    """``/model`` and out, or text that is no command (xuwentao: "Commands are in the form
+    `/command [args]`"): no work to pick up, so no "A session here ended" block."""
+    from tests.eval_logs import SessionLog
+    state, idle = tmp_path / "state", "1d6e0bad-1959-4eec-a9d2-0bfade768d8f"
+    log = SessionLog(idle, CWD, "2026-02-10T22:00")
+    log.prompt("<command-name>/model</command-name>\n<command-message>model</command-message>")
+    log.prompt("Commands are in the form `/command [args]`")
+    (logs / f"{idle}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log.records))
+    end(feed, state, logs, idle)
+    (feed / "projects" / "index.json").write_text(json.dumps(index("2026-02-10T20:00:00Z")))
+    assert "# A session here ended" not in start(feed, state)
+    end(feed, state, logs)  # one with a prompt still leads
+    assert "# A session here ended" in start(feed, state)
+
+
 def test_two_sessions_that_left_the_same_lines_are_shown_once(feed: Path, logs: Path, tmp_path: Path) -> None:
     """A session and the copy its resume starts with (another id, the same records) both end:
     the next session reads what they left once (xuwentao/paas-controller had it twice)."""

@@ -860,7 +860,7 @@ def session_end_answer(call: HookCall) -> str:
     (:mod:`brain.core.handoff`), kept in the state folder until a tick folds the session into
     the feed. Reads the transcript the hook input names (a Claude Code transcript, a Gemini CLI
     chat: the reader whose format owns the path), up to ``now``; prints nothing. A scripted
-    one-shot run leaves nothing."""
+    one-shot run, or a session nobody typed a prompt in (``/model`` and out), leaves nothing."""
     settings, hook_input = call.settings, call.hook_input
     transcript = hook_input.transcript_path
     if not settings.enabled or hook_input.session_id is None or transcript is None or "\x00" in transcript:
@@ -873,7 +873,7 @@ def session_end_answer(call: HookCall) -> str:
 
     # The hook input's own cwd, never the process's: a format whose log records none takes it.
     session = read_transcript(Path(transcript), time_key(iso(call.now)), session_cwd(None, hook_input, None))
-    if session is None or session.headless:
+    if session is None or session.headless or not session.user_turns:
         return ""
     entry = {"session_id": hook_input.session_id, "project": session.project, "cwd": session.cwd,
              "end": iso(session.end), "lines": ended_session_lines(session)}
