@@ -272,6 +272,12 @@ def test_new_arcs_carry_lessons_and_open_todos(tmp_path: Path) -> None:
     ("show tools", ""),  # two plain words say too little
     ("Implement spotter-gqc", "Implement spotter-gqc"),  # two words naming the work item do not
     ("fix parse_rows", "fix parse_rows"),
+    # Chinese, Japanese and Korean run without spaces: two characters weigh a word (xuwentao)
+    ("解释下这个函数的逻辑", "解释下这个函数的逻辑"),
+    ("你可以阅读下当前的 @pkg/backend/aisuite/ 里的代码。当前的设计完全依赖harbor仓库的配置",
+     "你可以阅读下当前的 @pkg/backend/aisuite/ 里的代码"),
+    ("继续", ""),  # "continue"
+    ("好的！", ""),  # "ok!"
 ])
 def test_meaningful_titles(prompt: str, title: str) -> None:
     from brain.core.arc_text import meaningful_title

@@ -110,6 +110,9 @@ _ATTACHMENT = re.compile(r"^(?:\[(?:Image|Pasted text|File)[^\]]{0,40}\]\s*)+")
 #: A shell line continuation pasted into a prompt ("…:(\ \ This"), not a path's escaped space.
 _LINE_CONTINUATION = re.compile(r"(?<!\w)\\(?=\s|$)")
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z`\"'(])")
+#: Chinese, Japanese and Korean script: written without spaces, so each character or two is a word.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_SENTENCE = re.compile(r"(?<=[。！？])")
 _PLACEHOLDER = re.compile(r"^\[(?:REDACTED|image|Image|Pasted|Request interrupted)|^<[a-z_-]+>|^\[[A-Z_]+\]")
 
 
@@ -146,17 +149,27 @@ def meaningful_title(prompt: str) -> str:
         line = _ASK.sub("", line).strip(" ,")
         stripped = line != original
         words = line.rstrip("?!. ").split()
-        if len(words) < 2 or " ".join(words).lower().strip(" .!?,") in _TRIVIAL:
+        count = _word_count(line)
+        if count < 2 or " ".join(words).lower().strip(" .!?,") in _TRIVIAL:
             return ""
-        if len(words) < 3 and not identifiers(" ".join(words)):
+        if count < 3 and not identifiers(" ".join(words)):
             return ""  # "show tools", "fix it" say too little; "Implement spotter-gqc" names the work
-        sentence = _SENTENCE.split(line, maxsplit=1)[0]
-        if len(sentence.split()) >= 3:
-            line = sentence
-        line = line.rstrip(" ?.!:")
+        for splitter in (_SENTENCE, _CJK_SENTENCE):
+            sentence = splitter.split(line, maxsplit=1)[0]
+            if _word_count(sentence) >= 3:
+                line = sentence
+        line = line.rstrip(" ?.!:。！？")
         # A prefix was dropped: the rest starts the title; otherwise the operator's casing stays.
         return _cut_title(line[:1].upper() + line[1:] if stripped else line)
     return ""
+
+
+def _word_count(text: str) -> int:
+    """Words in ``text``, two characters of Chinese, Japanese or Korean counting as one."""
+    cjk = len(_CJK.findall(text))
+    if not cjk:
+        return len(text.split())
+    return sum(1 for word in _CJK.sub(" ", text).split() if any(ch.isalnum() for ch in word)) + cjk // 2
 
 
 def fallback_title(session: Session) -> str:
