@@ -158,6 +158,7 @@ def check_main(bundle: Bundle) -> None:
     assert session.errors == 1
     assert session.files_touched == ("AGENTS.md", "src/app.ts", "src/util.ts")
     assert session.first_prompt.startswith("write an AGENTS.md") and session.last_prompt == "thanks, perfect"
+    assert session.title == "Clown agents"  # the title OpenCode generated
     assert session.start == datetime.fromtimestamp(T0 / 1000, UTC)
     assert session.end == datetime.fromtimestamp((T0 + 61_000 + 2252) / 1000, UTC).replace(microsecond=252000)
 
@@ -290,3 +291,15 @@ def test_with_a_cursor_an_unchanged_database_session_is_not_read_again(tmp_path:
         db.execute("UPDATE session SET time_updated = ? WHERE id = ?", (T0 + 120_000, SID))
     third = extract(settings, NOW, agent="opencode", since="4000d", min_turns=0, cursor=cursor)
     assert [s.user_turns for s in third.sessions] == [3]
+
+
+def test_the_placeholder_title_is_no_title(tmp_path: Path) -> None:
+    """OpenCode names a session ``New session - <date>`` until it generates a title: that says
+    nothing, and the arc is titled from the prompts instead."""
+    info, messages = conversation()
+    info["title"] = "New session - 2025-11-02T10:00:00.000Z"
+    write_database(tmp_path, [(info, messages)])
+    [session] = run(tmp_path).sessions
+    assert session.title == ""
+    from brain.core.arc_text import session_title
+    assert session_title(session) == "write an AGENTS.md file in this folder that says that you're a clown"

@@ -17,7 +17,9 @@ session.sql.ts`` and ``message-v2.ts`` in anomalyco/opencode) and the storage no
   file older than the window is never opened. The one-time migration to the database
   skipped some installs, so both are read: the database first, then the JSON sessions it
   does not hold.
-- The project is the session's ``directory`` (else an assistant message's ``path.cwd``).
+- The project is the session's ``directory`` (else an assistant message's ``path.cwd``); the
+  session's ``title`` is its title once OpenCode has generated or been given one (not the
+  placeholder ``New session - <date>``).
 - A human turn is a ``user`` message with a text part that is not ``synthetic``; assistant
   turns are ``assistant`` messages. Tool calls are ``tool`` parts (``tool`` is the name,
   ``state.status: error`` an error; an assistant message with an ``error`` is one too).
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.core.session import MAX_PROMPTS
+from brain.core.session import MAX_PROMPTS, SESSION_TITLE_CHARS
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
@@ -76,6 +78,8 @@ AGENT = "opencode"
 #: A storage JSON file (one session, message or part) larger than this is not parsed.
 MAX_JSON_BYTES = 64 * 1024 * 1024
 EDIT_TOOLS = frozenset({"edit", "write", "multiedit"})
+#: The title OpenCode gives a session until it generates one.
+_PLACEHOLDER_TITLE = re.compile(r"^(?:New|Child) session - \d{4}-")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _DECODER = json.JSONDecoder()
 
@@ -197,6 +201,7 @@ class _OpenSession:
     session_id: str
     directory: str = ""
     parent_id: str = ""
+    title: str = ""
     start: str | None = None
     updated: str | None = None
     figures: _Figures = field(default_factory=_Figures)
@@ -214,7 +219,8 @@ class _OpenSession:
     last_text: str = ""
 
     def info(self, data: dict[str, Any]) -> None:
-        for key, name in (("directory", "directory"), ("parentID", "parent_id"), ("parent_id", "parent_id")):
+        for key, name in (("directory", "directory"), ("parentID", "parent_id"), ("parent_id", "parent_id"),
+                          ("title", "title")):
             if isinstance(data.get(key), str) and data[key]:
                 setattr(self, name, data[key])
         times = data.get("time")
@@ -315,6 +321,7 @@ class _OpenSession:
             compactions=self.compactions,
             subagents=self.subagents,
             skipped_lines=self.skipped,
+            title="" if _PLACEHOLDER_TITLE.match(self.title) else one_line(clean_prompt(self.title), SESSION_TITLE_CHARS),
             **work_fields(self.work or WorkLog(self.session_id[:8], cwd=cwd), self.first_prompts, self.last_text),
         )
 
@@ -419,12 +426,13 @@ def units(found: _Plan) -> int:
 def _from_database(connection: sqlite3.Connection, sid: str, stats: ReadStats, until: str | None) -> _OpenSession:
     counters = FileCounters()
     sink = _OpenSession(sid, until=until)
-    row = connection.execute("SELECT directory, parent_id, time_created, time_updated FROM session WHERE id = ?",
+    row = connection.execute("SELECT directory, parent_id, time_created, time_updated, title FROM session WHERE id = ?",
                              (sid,)).fetchone()
     if row is not None:
-        directory, parent, created, updated = row
+        directory, parent, created, updated, title = row
         sink.directory = directory if isinstance(directory, str) else ""
         sink.parent_id = parent if isinstance(parent, str) else ""
+        sink.title = title if isinstance(title, str) else ""
         sink.start, sink.updated = time_key(created), time_key(updated)
     for mid, created, data in connection.execute(
             "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (sid,)):
