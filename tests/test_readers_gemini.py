@@ -149,6 +149,18 @@ def test_jsonl_chat_upserts_sets_and_rewinds(tmp_path: Path) -> None:
     assert session.end.isoformat().startswith(kept[-1]["timestamp"][:19])
 
 
+def test_the_chat_summary_is_the_sessions_title(tmp_path: Path) -> None:
+    """Gemini CLI writes a one-line ``summary`` into the chat's metadata for its resume list
+    (``session-formats.md`` §3): the session's recorded title, the latest ``$set`` winning."""
+    path, data = jsonl_copy(tmp_path)
+    meta = {k: data[k] for k in ("sessionId", "projectHash", "startTime", "lastUpdated")}
+    path.write_bytes(line(meta) + b"".join(line(m) for m in data["messages"]))
+    assert run(path.parents[2]).sessions[0].title == ""
+    path.write_bytes(path.read_bytes() + line({"$set": {"summary": "Rename the notes"}})
+                     + line({"$set": {"summary": "Rename and move the notes\n<!-- @signal -->"}}))
+    assert run(path.parents[2]).sessions[0].title == "Rename and move the notes <!-- @signal -->"
+
+
 def test_jsonl_checkpoint_replaces_the_whole_list(tmp_path: Path) -> None:
     path, data = jsonl_copy(tmp_path)
     messages = data["messages"]

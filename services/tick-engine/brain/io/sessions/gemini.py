@@ -25,7 +25,8 @@ Rules:
 - Human turns are ``user`` messages that are not harness context (``<session_context>`` …);
   assistant turns are ``gemini`` messages; tool calls are ``toolCalls[]`` entries; errors are
   tool calls with ``status: error`` and ``error`` messages; files touched are the paths given
-  to ``write_file`` / ``replace`` / ``edit``. Gemini records no git branch.
+  to ``write_file`` / ``replace`` / ``edit``. Gemini records no git branch. The chat's
+  ``summary`` (metadata, for the resume list) is the session's recorded title.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.core.session import MAX_PROMPTS
+from brain.core.session import MAX_PROMPTS, SESSION_TITLE_CHARS
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
@@ -245,6 +246,7 @@ class _Chat:
     session_id: str = ""
     project_hash: str = ""
     kind: str = ""
+    summary: str = ""  # the one-line summary Gemini CLI writes for its resume list
     start: str | None = None
     updated: str | None = None
     messages: dict[str, _Message] = field(default_factory=dict)
@@ -259,6 +261,8 @@ class _Chat:
             self.project_hash = data["projectHash"]
         if isinstance(data.get("kind"), str):
             self.kind = data["kind"]
+        if isinstance(data.get("summary"), str):
+            self.summary = data["summary"][:1000]
         self.start = time_key(data.get("startTime")) or self.start
         self.updated = time_key(data.get("lastUpdated")) or self.updated
 
@@ -492,6 +496,7 @@ def _session(chat: _Chat, cwd: str, skipped: int, subagents: list[_Chat]) -> Ses
         compactions=0,
         subagents=len(subagents),
         skipped_lines=skipped,
+        title=one_line(clean_prompt(chat.summary), SESSION_TITLE_CHARS),
         **work_fields(work, first_prompts, last_text),
     )
 
