@@ -3,11 +3,13 @@ existing one (SPEC §4, §5; the frontmatter keys are the C1/C2 contract in CLUS
 
 **Naming.** A new arc's ``cluster_id`` is ``<date of the first start>-<slug of the title, <= 40
 chars>-<first 12 hex of sha1 of the sorted session ids joined by "\\n">`` and never changes
-afterwards. Its title says what the work was: the first human prompt line (of the first
-sessions, in order) that is not a greeting, a placeholder (``[REDACTED…]``, ``[image]``), a
-slash command, a one-word prompt, two plain words ("show tools"; ``Implement spotter-gqc`` names
-the work) or "continue"; "Hey Claude, can you …" and "please" prefixes
-are dropped. Without one it is ``<project> (<branch>): <main files>``. Every text was
+afterwards. Its title says what the work was: the title the agent recorded for a session
+(Claude Code's ``custom-title`` or ``ai-title``, OpenCode's title, Gemini CLI's summary), else
+the first human prompt line (of the first sessions, in order) that is not a greeting, a
+placeholder (``[REDACTED…]``, ``[image]``), a slash command, a one-word prompt, two plain words
+("show tools"; ``Implement spotter-gqc`` names the work; two characters of Chinese, Japanese or
+Korean weigh a word) or "continue", cut at its first sentence; "Hey Claude, can you …" and
+"please" prefixes are dropped. Without one it is ``<project> (<branch>): <main files>``. Every text was
 redacted before it reaches a title, a slug or a file name.
 
 **Initial figures** (the keeper and the AI layer own them afterwards):
