@@ -725,3 +725,26 @@ def test_the_files_an_ide_block_or_an_attachment_names_were_in_front_of_the_oper
     from brain.io.sessions.claude import ide_files
     assert ide_files([{"type": "text", "text": opened}]) == ["C:\\w\\volcano\\docs\\My Notes.md"]
     assert ide_files({"text": opened}) == [] and ide_files("no block here") == []
+
+
+def test_the_recap_claude_code_writes_while_the_operator_is_away_is_where_the_session_stopped() -> None:
+    """2.1.x writes a ``system`` ``away_summary`` recap (what was done, what is next) when the
+    operator steps away (fixture ef958aa1): later than the agent's last text, it is the session's
+    ``last_state``, without Claude Code's "(disable recaps in /config)" hint."""
+    path = FIXTURES / "claude-code" / "-experiments-worktrees" / "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
+    session = sessions_io.claude.read_one(path)
+    assert session is not None
+    assert session.last_state.startswith("Three teammates (alice/bob/carol) researched plan mode")
+    assert session.last_state.endswith("inspect the docs or push.")
+
+
+def test_a_recap_older_than_the_agents_last_text_does_not_replace_it(tmp_path: Path) -> None:
+    from tests.eval_logs import SessionLog
+    log = SessionLog(SID, "/w/exp", "2026-04-18T13:00").prompt("merge the three worktrees")
+    log.records.append({"type": "system", "subtype": "away_summary", "uuid": "r1", "sessionId": SID, "cwd": "/w/exp",
+                        "timestamp": log._stamp(), "content": "Merged alice and bob. (disable recaps in /config)"})
+    log.write(tmp_path / "projects")
+    assert by_id(run(tmp_path / "projects"))[SID].last_state == "Merged alice and bob."
+    log.prompt("now carol")  # the agent answers "On it." after the recap
+    log.write(tmp_path / "projects")
+    assert by_id(run(tmp_path / "projects"))[SID].last_state == "On it."

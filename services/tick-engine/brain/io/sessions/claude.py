@@ -34,6 +34,9 @@ Rules (``reference/session-formats.md`` §1):
 - ``compactions`` counts ``compact_boundary`` records, or ``isCompactSummary`` messages in
   versions without a boundary record.
 - Times are the minimum and maximum ``timestamp`` of the user, assistant and system records.
+- Where the session stopped (``last_state``) is the agent's last text, or the recap Claude Code
+  writes while the operator is away (2.1.x ``system`` ``away_summary``: what was done, what is
+  next) when that came later.
 """
 
 from __future__ import annotations
@@ -109,6 +112,8 @@ _IDE_FILE = re.compile(r"<ide_opened_file>The user opened the file (.{1,1000}?) 
                        r"|<ide_selection>The user selected the lines? \d+(?: to \d+)? from (.{1,1000}?):\r?\n")
 #: Attachment types (2.1.x) whose ``filename`` is a file in the session's context.
 _ATTACHED_FILES = frozenset({"file", "compact_file_reference"})
+#: What Claude Code appends to the recap it writes while the operator is away (``away_summary``).
+_RECAP_HINT = re.compile(r"\s*\(disable recaps in /config\)\s*$")
 #: Title records (2.1.x) and the field holding the title; a custom title wins over the AI one.
 _TITLE_FIELDS = {"custom-title": "customTitle", "ai-title": "aiTitle"}
 _EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "NotebookEdit": "notebook_path"}
@@ -339,8 +344,12 @@ class _MainSession:
         if isinstance(entry, str) and entry and not self.entrypoint:
             self.entrypoint = entry
         if kind == "system":
-            if record.get("subtype") == "compact_boundary":
+            subtype, content = record.get("subtype"), record.get("content")
+            if subtype == "compact_boundary":
                 self.boundaries += 1
+            elif subtype == "away_summary" and isinstance(content, str) and record.get("isSidechain") is not True:
+                recap = _RECAP_HINT.sub("", content[:4000]).strip()
+                self.last_text = recap or self.last_text  # the agent's own recap of where things stand
             return
         self.conversation += 1
         message = record.get("message")
