@@ -259,6 +259,9 @@ def unresolved_line(open_errors: Sequence[str]) -> str:
 _PROMPT_NOISE = re.compile(r"\\n|\\\s|[_=*~#-]{4,}|\[Image #\d+\]")
 
 
+_WORD_CHAR = re.compile(r"\w")
+
+
 def prompt_text(prompt: str) -> str:
     """A prompt as one clean line for the handoff (pasted test output keeps its words, not its
     rules); "" for one without a word in it: a session that stopped at ``.`` says nothing."""
@@ -270,7 +273,6 @@ def files_in_play(arc: ArcInfo) -> list[str]:
     return [f for f in arc.files if not f.startswith(SCRATCH_PREFIXES)][:IN_PLAY_FILES]
 
 
-_WORD_CHAR = re.compile(r"\w")
 #: An absolute path inside an error's text, long enough to crowd out what went wrong.
 _LONG_PATH = re.compile(r"(?<![\w/\\])(?:[A-Za-z]:)?[/\\][^\s`'\"()\[\]]{40,}")
 

@@ -872,11 +872,11 @@ def _feed_before(feed_dir: Path, state: Mapping[str, Any]) -> dict[str, tuple[st
                 and all(isinstance(v, str) for v in entry)) or name.startswith("/") or ".." in name.split("/"):
             continue
         try:
-            text = read_regular(feed_dir / name).decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+            data = read_regular(feed_dir / name)
+        except OSError:
             continue
-        if writer.sha1_bytes(text.encode("utf-8")) == entry[1]:
-            out[name] = (entry[0], text)
+        if writer.sha1_bytes(data) == entry[1]:  # the bytes written from a str: they decode
+            out[name] = (entry[0], data.decode("utf-8"))
     return out
 
 

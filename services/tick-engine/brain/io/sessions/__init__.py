@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from brain.core.project import project_name
 from brain.core.redaction import clean_text, redact
-from brain.core.session import MAX_PROMPTS, Session, is_joyful
+from brain.core.session import MAX_PROMPTS, SESSION_TITLE_CHARS, Session, is_joyful
 from brain.core.timeutil import parse_instant
 from brain.core.worklog import WorkLog
 
@@ -335,6 +335,11 @@ def one_line(value: Any, limit: int = 300) -> str:
         return ""
     text = _CONTROL.sub("", _ANSI.sub("", clean_text(value))).replace("\n", " ").strip()
     return redact(text[:limit])
+
+
+def title_line(title: str) -> str:
+    """A title the agent recorded for a session, made safe for the bundle like a prompt, on one line."""
+    return one_line(clean_prompt(title), SESSION_TITLE_CHARS)
 
 
 def relative_file(path: str, cwd: str) -> str:

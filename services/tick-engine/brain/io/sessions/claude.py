@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.core.session import MAX_PROMPTS, SESSION_TITLE_CHARS, Session
+from brain.core.session import MAX_PROMPTS, Session
 from brain.core.timeutil import parse_instant
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
@@ -72,6 +72,7 @@ from brain.io.sessions import (
     relative_file,
     session_cwd,
     time_key,
+    title_line,
     top_tools,
 )
 from brain.io.sessions.incremental import Cursor, read_numbered
@@ -405,8 +406,10 @@ class _MainSession:
             return
         if sidechain or has_results or record.get("isMeta") is True:
             return
-        for path in ide_files(content):
+        files = ide_files(content)
+        if files:
             self.work.cwd = self.cwd
+        for path in files:
             self.work.file_read(path)
         text, images = prompt_text(content)
         if not text and not images:
@@ -483,8 +486,7 @@ class _MainSession:
             todos=work.todo_list(),
             lessons=work.lessons(),
             headless=self.headless,
-            title=one_line(clean_prompt(self.titles.get("custom-title") or self.titles.get("ai-title") or ""),
-                           SESSION_TITLE_CHARS),
+            title=title_line(self.titles.get("custom-title") or self.titles.get("ai-title") or ""),
         )
 
 

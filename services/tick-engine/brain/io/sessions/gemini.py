@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.core.session import MAX_PROMPTS, SESSION_TITLE_CHARS
+from brain.core.session import MAX_PROMPTS
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
@@ -68,6 +68,7 @@ from brain.io.sessions import (
     relative_file,
     skipped_record,
     time_key,
+    title_line,
     top_tools,
     work_fields,
 )
@@ -496,7 +497,7 @@ def _session(chat: _Chat, cwd: str, skipped: int, subagents: list[_Chat]) -> Ses
         compactions=0,
         subagents=len(subagents),
         skipped_lines=skipped,
-        title=one_line(clean_prompt(chat.summary), SESSION_TITLE_CHARS),
+        title=title_line(chat.summary),
         **work_fields(work, first_prompts, last_text),
     )
 

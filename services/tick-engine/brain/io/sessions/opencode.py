@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.core.session import MAX_PROMPTS, SESSION_TITLE_CHARS
+from brain.core.session import MAX_PROMPTS
 from brain.core.worklog import WorkLog
 from brain.io.sessions import (
     MAX_FILES,
@@ -68,6 +68,7 @@ from brain.io.sessions import (
     session_cwd,
     skipped_record,
     time_key,
+    title_line,
     top_tools,
     work_fields,
 )
@@ -321,7 +322,7 @@ class _OpenSession:
             compactions=self.compactions,
             subagents=self.subagents,
             skipped_lines=self.skipped,
-            title="" if _PLACEHOLDER_TITLE.match(self.title) else one_line(clean_prompt(self.title), SESSION_TITLE_CHARS),
+            title="" if _PLACEHOLDER_TITLE.match(self.title) else title_line(self.title),
             **work_fields(self.work or WorkLog(self.session_id[:8], cwd=cwd), self.first_prompts, self.last_text),
         )
 
