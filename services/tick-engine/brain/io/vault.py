@@ -19,6 +19,7 @@ import contextlib
 import gc
 import hashlib
 import marshal
+import mmap
 import os
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -41,6 +42,7 @@ from brain.core.model import (
 from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular
+from brain.io.background import Forked
 
 __all__ = [
     "ChangedError",
@@ -579,10 +581,10 @@ def scan(
     view = _view_rows(vault) if cache_written else {}
     racy = RACY_SECONDS * 1_000_000_000
     racy_from = cache_written - racy
-    notes: dict[str, Note] = {}
+    found: list[tuple[str, Note | None]] = []  # in listing order; None: parsed below
+    todo: list[tuple[str, Any]] = []
     raw: dict[str, bytes] = {}
-    parsed = cached = viewed = 0
-    changed: list[str] = []
+    cached = viewed = 0
     loaded: dict[str, tuple[Note, tuple[Any, ...]]] = {}
     enabled = gc.isenabled()
     gc.disable()
@@ -600,16 +602,17 @@ def scan(
                 except (TypeError, ValueError):
                     note = None
                 if note is not None and _trusted(vault, note, racy_from if since is None else since - racy):
-                    notes[rel] = note
+                    found.append((rel, note))
                     if from_view:
                         viewed += 1  # a row from the view is new to the cache: saved as changed
                     else:
                         loaded[rel] = (note, row)
                     cached += 1
                     continue
-            notes[rel] = _parse_file(vault, rel, st, max_note_bytes, raw if keep_bytes else None, arcs_anywhere)
-            parsed += 1
-            changed.append(rel)
+            found.append((rel, None))
+            todo.append((rel, st))
+        parsed = iter(_parse_all(vault, todo, max_note_bytes, raw if keep_bytes else None, arcs_anywhere))
+        notes = {rel: note if note is not None else next(parsed) for rel, note in found}
     finally:
         if enabled:
             gc.enable()
@@ -617,11 +620,50 @@ def scan(
     _LOADED.update(loaded)
     removed = tuple(sorted((set(cache) | set(view)) - set(notes))) if cache_written else ()
     problems = tuple(p for note in notes.values() for p in note.problems)
-    stats = ScanStats(len(notes), parsed, cached, (time.perf_counter() - started) * 1000, viewed)
-    snapshot = Snapshot(vault, notes, problems, stats, ScanDelta(tuple(changed), removed), raw)
-    if write_cache and (changed or removed or viewed or not cache_written):
+    stats = ScanStats(len(notes), len(todo), cached, (time.perf_counter() - started) * 1000, viewed)
+    snapshot = Snapshot(vault, notes, problems, stats, ScanDelta(tuple(rel for rel, _ in todo), removed), raw)
+    if write_cache and (todo or removed or viewed or not cache_written):
         save_cache(vault, notes)
     return snapshot
+
+
+#: A scan with this many files to parse (a cold tick's) parses half of them in a forked child.
+PARALLEL_PARSE_FILES = 2000
+
+
+def _parse_all(vault: Path, todo: list[tuple[str, Any]], max_note_bytes: int, keep: dict[str, bytes] | None,
+               arcs_anywhere: bool) -> list[Note]:
+    """The notes of the (path, stat) pairs in ``todo``, in order; ``keep`` gets each file's bytes.
+    Many of them: the second half is parsed by a forked child (:mod:`brain.io.background`)
+    meanwhile, and comes back as parse-cache rows with the bytes; a child that fails leaves its
+    half to this process."""
+    theirs = todo[len(todo) // 2:] if len(todo) >= PARALLEL_PARSE_FILES else []
+
+    def parse_theirs() -> bytes:
+        kept: dict[str, bytes] = {}
+        rows = [_note_row(_parse_file(vault, rel, st, max_note_bytes, kept, arcs_anywhere)) for rel, st in theirs]
+        return marshal.dumps((rows, kept if keep is not None else {}))
+
+    child = Forked.start(parse_theirs) if theirs else None
+    mine = todo[:len(todo) - len(theirs)] if child is not None else todo
+    notes = [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in mine]
+    if child is None:
+        return notes
+    rows, kept = child.output(_parsed_rows) or ([], {})
+    if len(rows) != len(theirs):
+        return notes + [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in theirs]
+    if keep is not None:
+        keep.update(kept)
+    return notes + [_note_of(row) for row in rows]
+
+
+def _parsed_rows(data: mmap.mmap) -> tuple[list[tuple[Any, ...]], dict[str, bytes]]:
+    """The rows and bytes a parsing child sent; nothing when they do not load."""
+    try:
+        rows, kept = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return [], {}
+    return (rows, kept) if isinstance(rows, list) and isinstance(kept, dict) else ([], {})
 
 
 def _read_all(fd: int, size_hint: int) -> bytes:

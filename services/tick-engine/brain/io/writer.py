@@ -361,6 +361,15 @@ def apply_plan(
     return result
 
 
+def planned_result(plan: Plan) -> ApplyResult:
+    """The result of ``plan`` if every operation is carried out (what a run may work from while
+    the writer is still at it; the real result, conflicts and all, comes from :func:`apply_plan`)."""
+    result = ApplyResult()
+    for op in plan.operations:
+        _note_result(op, result)
+    return result
+
+
 def _note_result(op: WriteFile | MoveFile | DeleteFile, result: ApplyResult) -> None:
     if isinstance(op, MoveFile):
         result.moved.append((op.src, op.dst))

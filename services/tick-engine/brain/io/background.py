@@ -1,0 +1,109 @@
+"""Work done by a forked child while this process goes on: a cold tick builds its search index
+on the second core while the writer commits ten thousand files on the first.
+
+A fork, not a thread (the work is Python, the GIL would serialise it) and not a fresh process
+(the child starts with the parent's notes in memory, shared copy-on-write, instead of reading,
+parsing and pickling them again). Forked only when it is safe and can pay: a platform with
+``fork``, more than one CPU, and no thread but this one (a child forked beside a running thread
+may find a lock that thread held, and never get it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class Forked:
+    """A child process running one function; :meth:`wait` tells whether it returned, and
+    :meth:`output` reads the bytes it returned."""
+
+    def __init__(self, pid: int, out: int) -> None:
+        self.pid = pid
+        self._out = out  # a scratch file both processes share: the child's bytes, read back here
+        self._ended: bool | None = None
+
+    @classmethod
+    def start(cls, function: Callable[[], bytes | None]) -> Forked | None:
+        """``function()`` in a forked child; None when this process cannot fork safely (then the
+        caller does the work itself). The child never returns into the caller's code: it exits with
+        0 when ``function`` returned (its bytes kept for :meth:`output`), 1 when it raised (its
+        error on stderr), whatever happens."""
+        if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+            return None
+        out = _scratch()
+        sys.stderr.flush()  # nothing buffered goes out twice
+        pid = os.fork()
+        if pid:
+            return cls(pid, out)
+        code = 1
+        try:
+            data = memoryview(function() or b"")
+            while data:
+                data = data[os.write(out, data):]
+            code = 0
+        except BaseException as exc:  # reported, then the child ends: never the parent's path
+            with contextlib.suppress(BaseException):
+                print(f"brain: background work failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(code)
+
+    def wait(self) -> bool:
+        """Block until the child ends; True when its function returned."""
+        ended = self._reap()
+        self._close()
+        return ended
+
+    def output(self, load: Callable[[mmap.mmap], T]) -> T | None:
+        """``load`` of the bytes the child's function returned, read where they lie (mapped, not
+        copied into this process's heap), once it ended; None when it failed or returned nothing."""
+        try:
+            if not self._reap():
+                return None
+            size = os.fstat(self._out).st_size
+            if not size:
+                return None
+            with mmap.mmap(self._out, size, prot=mmap.PROT_READ) as mapped:
+                return load(mapped)
+        finally:
+            self._close()
+
+    def cancel(self) -> None:
+        """End the child now (the run it was working for failed) and reap it."""
+        if self._ended is None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+        self.wait()
+
+    def _reap(self) -> bool:
+        if self._ended is None:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+                self._ended = os.waitstatus_to_exitcode(status) == 0
+            except ChildProcessError:
+                self._ended = False
+        return self._ended
+
+    def _close(self) -> None:
+        if self._out >= 0:
+            os.close(self._out)
+            self._out = -1
+
+
+def _scratch() -> int:
+    """An anonymous file (in memory where the system has ``memfd_create``), gone once closed."""
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            return os.memfd_create("brain-background", os.MFD_CLOEXEC)
+    import tempfile  # only here: not an import every tick pays for
+
+    with tempfile.TemporaryFile() as handle:
+        return os.dup(handle.fileno())

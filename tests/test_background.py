@@ -1,0 +1,188 @@
+"""A cold tick's work on a second core (brain.io.background): half the parsing and the search
+index are done by forked children, and what they hand back is what this process would have
+computed itself. Each check runs in a fresh interpreter: a process with other threads running
+(a test session's) never forks, by design."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.support.vaults import init_vault, write_arc
+
+NOW = "2026-11-21T12:00:00Z"
+
+
+def _fresh(code: str, *args: str) -> tuple[dict[str, Any], str]:
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def _vault(root: Path, arcs: int = 40) -> Path:
+    vault = init_vault(root)
+    for i in range(arcs):
+        body = (f"Work on part {i}.\n\n<!-- @lesson -->\nLesson {i}: measure before tuning.\n<!-- @/lesson -->\n"
+                f"<!-- @edge type=related target=arc-{(i + 1) % arcs:03d} --> [[arc-{(i + 1) % arcs:03d}]]\n")
+        hot = i % 8 == 0  # promoted: moved to frontal-lobe/conscious and rewritten
+        write_arc(vault, f"clusters/2026-11-{1 + i % 20:02d}", f"arc-{i:03d}", heat=0, tool_calls=400 if hot else 10 + i,
+                  joy=3 if hot else 0, sessions=[f"arc-{i:03d}-s{k}" for k in range(4 if hot else 1)],
+                  last_active="2026-11-21T10:00:00Z" if hot else f"2026-11-{1 + i % 20:02d}T{i % 24:02d}:00:00Z",
+                  body=body,
+                  extra={"project": f"proj{i % 3}", "files": [f"src/mod_{i}.py", "README.md"]})
+    (vault / "clusters/2026-11-02/broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n", encoding="utf-8")
+    (vault / "left/projects/notes.md").write_text("# Notes\n\nAn operator's note, no frontmatter.\n", encoding="utf-8")
+    return vault
+
+
+FORKS = """
+import brain.io.background as B
+forks = []
+_start = B.Forked.start.__func__
+def start(cls, function):
+    child = _start(cls, function)
+    forks.append(child is not None)
+    return child
+B.Forked.start = classmethod(start)
+"""
+
+SCAN = FORKS + """
+import json, sys
+from pathlib import Path
+import brain.io.vault as V
+vault = Path(sys.argv[1])
+def snap():
+    s = V.scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=2_000_000, write_cache=False, keep_bytes=True)
+    return list(s.notes.items()), dict(s.raw), s.problems, s.delta, s.stats.parsed
+if len(sys.argv) > 2:
+    V._note_row = lambda note: 1 / 0  # the child cannot send its rows
+V.PARALLEL_PARSE_FILES = 10**9
+serial = snap()
+V.PARALLEL_PARSE_FILES = 4
+forked = snap()
+print(json.dumps({"same": serial == forked, "forks": forks, "notes": len(serial[0]), "raw": len(serial[1]),
+                  "problems": len(serial[2])}))
+"""
+
+
+def test_a_forked_scan_gives_the_notes_and_bytes_of_a_serial_one(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v")
+    out, _ = _fresh(SCAN, str(vault))
+    assert out["forks"] == [True]  # the second scan forked (the first was under the threshold)
+    assert out["same"], out  # same notes, in the same order, same bytes kept, same problems and delta
+    assert out["notes"] == 42 and out["raw"] == 42 and out["problems"] >= 1
+
+
+def test_a_parse_child_that_fails_leaves_its_half_to_this_process(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v")
+    out, stderr = _fresh(SCAN, str(vault), "fail")
+    assert out["forks"] == [True]
+    assert out["same"], out
+    assert "background work failed: ZeroDivisionError" in stderr
+
+
+TICK = FORKS + """
+import json, sys
+from pathlib import Path
+import brain.pipeline.tick as T, brain.io.vault as V
+from brain.settings import Settings
+from brain.core.timeutil import require_instant
+vault, mode = Path(sys.argv[1]), sys.argv[2]
+if mode == "serial":
+    T.INDEX_ALONGSIDE_NOTES = V.PARALLEL_PARSE_FILES = 10**9
+else:
+    T.INDEX_ALONGSIDE_NOTES = V.PARALLEL_PARSE_FILES = 4
+if mode == "race":  # an operator saves an arc while the writer commits: the child indexed the keeper's bytes
+    _alongside = T._index_alongside
+    def alongside(tick, snapshot, kplan):
+        _alongside(tick, snapshot, kplan)
+        path = vault / "clusters/2026-11-05/arc-004.md"
+        path.write_text(path.read_text() + "\\nOperator wrote zanzibar here.\\n")
+    T._index_alongside = alongside
+report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[3]), no_ai=True, dry_run=False)
+print(json.dumps({"forks": forks, "exit": report.exit_code, "conflicts": sorted(report.result.conflicts)}))
+"""
+
+
+def _index(vault: Path) -> dict[str, Any]:
+    conn = sqlite3.connect(vault / ".brain/search.sqlite")
+    try:
+        docs = conn.execute("SELECT path, line, kind, project, cluster_id, heat, last_active, status, successors,"
+                            " title, work FROM docs ORDER BY path, line, kind").fetchall()
+        fts = conn.execute("SELECT d.path, d.line, f.title, f.body, f.kind, f.project, f.work FROM fts f"
+                           " JOIN docs d ON d.id = f.rowid ORDER BY d.path, d.line, f.kind").fetchall()
+        files = dict(conn.execute("SELECT path, sha1 FROM files").fetchall())
+    finally:
+        conn.close()
+    return {"docs": docs, "fts": fts, "files": files}
+
+
+def _files(vault: Path) -> dict[str, str]:
+    return {p.relative_to(vault).as_posix(): hashlib.sha1(p.read_bytes()).hexdigest()
+            for p in sorted(vault.rglob("*"))
+            if p.is_file() and ".brain" not in p.relative_to(vault).parts and p.name != "health.jsonl"}  # timed
+
+
+def test_a_cold_tick_with_children_leaves_what_a_serial_one_does(tmp_path: Path) -> None:
+    serial, forked = _vault(tmp_path / "serial"), _vault(tmp_path / "forked")
+    one, _ = _fresh(TICK, str(serial), "serial", NOW)
+    two, _ = _fresh(TICK, str(forked), "forked", NOW)
+    assert one == {"forks": [], "exit": 0, "conflicts": []}
+    assert two == {"forks": [True, True], "exit": 0, "conflicts": []}  # the scan's child, the index's
+    assert _files(forked) == _files(serial)
+    assert _index(forked) == _index(serial)
+    assert _index(forked)["files"] == {path: sha for path, sha in _files(forked).items()
+                                       if path in _index(forked)["files"]}
+    indexed = _index(forked)["files"]
+    assert sum("/arc-" in path for path in indexed) == 40 and "left/projects/notes.md" in indexed
+    assert not any(path.endswith("broken.md") for path in indexed)
+    assert sum(path.startswith("frontal-lobe/conscious/arc-") for path in indexed) >= 3  # moved and rewritten
+
+
+def test_the_index_built_alongside_follows_an_edit_that_won_the_race(tmp_path: Path) -> None:
+    """The child indexed the bytes the keeper meant to write; the operator's save won, so those were
+    never written. The index must end like a serial tick's: holding the arc as the tick's scan read
+    it (the edit is the next tick's delta), never bytes that are on no disk; the next tick indexes the edit."""
+    vault = _vault(tmp_path / "v")
+    arc = vault / "clusters/2026-11-05/arc-004.md"
+    scanned = hashlib.sha1(arc.read_bytes()).hexdigest()
+    out, _ = _fresh(TICK, str(vault), "race", NOW)
+    assert out["forks"] == [True, True]
+    assert out["conflicts"] == ["clusters/2026-11-05/arc-004.md"]  # the operator's bytes stay
+    assert _index(vault)["files"]["clusters/2026-11-05/arc-004.md"] == scanned
+    out, _ = _fresh(TICK, str(vault), "serial", "2026-11-21T14:00:00Z")
+    index = _index(vault)
+    (now,) = [path for path in index["files"] if path.endswith("/arc-004.md")]  # the keeper may move it
+    assert index["files"][now] == hashlib.sha1((vault / now).read_bytes()).hexdigest()
+    assert b"zanzibar" in (vault / now).read_bytes()
+    assert any("zanzibar" in row[3] for row in index["fts"] if row[0] == now)
+
+
+FORKED = """
+import json, threading
+from brain.io.background import Forked
+child = Forked.start(lambda: b"made in the child")
+made = child.output(bytes)
+failing = Forked.start(lambda: 1 / 0)
+failed = failing.wait(), failing.output(bytes)
+empty = Forked.start(lambda: None)
+nothing = empty.output(bytes)
+stop = threading.Event()
+thread = threading.Thread(target=stop.wait)
+thread.start()
+beside = Forked.start(lambda: b"x")
+stop.set()
+thread.join()
+print(json.dumps({"made": made.decode(), "failed": list(failed), "nothing": nothing, "beside": beside is None}))
+"""
+
+
+def test_a_forked_function_hands_back_its_bytes_or_its_failure() -> None:
+    out, stderr = _fresh(FORKED)
+    assert out == {"made": "made in the child", "failed": [False, None], "nothing": None, "beside": True}
+    assert stderr.count("background work failed") == 1
