@@ -146,6 +146,8 @@ else:
     out = {"seconds": d, "exit": report.exit_code, "phases": {k: v.get("ms") for k, v in report.phases.items()},
            "keeper": report.phases["keeper"], "changes": len(report.result.written) + len(report.result.moved)}
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# A cold tick forks children (brain/io/background.py): the largest one's peak, reported beside the tick's.
+out["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps(out))
 """
 
@@ -296,7 +298,9 @@ def main() -> None:
             spread = f" (median of {'/'.join(f'{x:.3f}' for x in samples)})" if len(samples) > 1 else ""
             print(f"{'':>6} {tick['label']:<22} {tick['seconds']:>8.3f} {tick['seconds'] / floor_s:>8.1f}x "
                   f"{tick['peak_rss_mb']:>7.0f}MB {keeper.get('parsed', 0):>7} {tick['changes']:>8}  "
-                  + " ".join(f"{k}={v}" for k, v in tick["phases"].items() if v is not None) + spread)
+                  + " ".join(f"{k}={v}" for k, v in tick["phases"].items() if v is not None) + spread
+                  + (f"; forked children peak at {tick['children_peak_rss_mb']:.0f}MB"
+                     if tick.get("children_peak_rss_mb") else ""))
         print(f"{'':>6} {'CLI wall (same instant)':<22} {r['cli_wall_s']:>8.3f}")
         print(f"{'':>6} {'CLI wall (+2 h)':<22} {r['cli_2h_s']:>8.3f} {r['cli_2h_s'] / floor_s:>8.1f}x  "
               f"brain tick as the CronJob runs it (median of {'/'.join(f'{x:.3f}' for x in r['cli_2h_samples'])})")
