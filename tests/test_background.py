@@ -57,7 +57,8 @@ from pathlib import Path
 import brain.io.vault as V
 vault = Path(sys.argv[1])
 def snap():
-    s = V.scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=2_000_000, write_cache=False, keep_bytes=True)
+    s = V.scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=2_000_000, write_cache=False, keep_bytes=True,
+               fork=True)
     return list(s.notes.items()), dict(s.raw), s.problems, s.delta, s.stats.parsed
 if len(sys.argv) > 2:
     V._note_row = lambda note: 1 / 0  # the child cannot send its rows
@@ -104,7 +105,8 @@ if mode == "race":  # an operator saves an arc while the writer commits: the chi
         path = vault / "clusters/2026-11-05/arc-004.md"
         path.write_text(path.read_text() + "\\nOperator wrote zanzibar here.\\n")
     T._index_alongside = alongside
-report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[3]), no_ai=True, dry_run=False)
+settings = Settings(vault=vault, fork_children=mode != "off")
+report = T.run_tick(settings, require_instant(sys.argv[3]), no_ai=True, dry_run=False)
 print(json.dumps({"forks": forks, "exit": report.exit_code, "conflicts": sorted(report.result.conflicts)}))
 """
 
@@ -142,6 +144,14 @@ def test_a_cold_tick_with_children_leaves_what_a_serial_one_does(tmp_path: Path)
     assert sum("/arc-" in path for path in indexed) == 40 and "left/projects/notes.md" in indexed
     assert not any(path.endswith("broken.md") for path in indexed)
     assert sum(path.startswith("frontal-lobe/conscious/arc-") for path in indexed) >= 3  # moved and rewritten
+
+
+def test_fork_children_false_keeps_a_cold_tick_in_one_process(tmp_path: Path) -> None:
+    serial, off = _vault(tmp_path / "serial"), _vault(tmp_path / "off")
+    _fresh(TICK, str(serial), "serial", NOW)
+    out, _ = _fresh(TICK, str(off), "off", NOW)  # thresholds as low as the forked run's
+    assert out == {"forks": [], "exit": 0, "conflicts": []}
+    assert _files(off) == _files(serial) and _index(off) == _index(serial)
 
 
 def test_the_index_built_alongside_follows_an_edit_that_won_the_race(tmp_path: Path) -> None:

@@ -567,13 +567,15 @@ def scan(
     listing: Iterable[tuple[str, Any]] | None = None,
     keep_bytes: bool = False,
     arcs_anywhere: bool = False,
+    fork: bool = False,
 ) -> Snapshot:
     """Parse the vault, reusing the cache for files whose size and mtime are unchanged.
 
     Like git's index, a cache entry whose mtime is not safely older than the cache itself
     ("racily clean": an edit in the same clock tick keeps size and mtime) is trusted only
     after its content hash is checked. ``arcs_anywhere`` (a standalone ``brain cluster``
-    folder, not a vault) treats a ``cluster_id`` note in any folder as an arc.
+    folder, not a vault) treats a ``cluster_id`` note in any folder as an arc. ``fork``: many files
+    to parse are shared with a forked child (:func:`_parse_all`).
     """
     started = time.perf_counter()
     cache, cache_written, later = _load_cache(vault)
@@ -611,7 +613,7 @@ def scan(
                     continue
             found.append((rel, None))
             todo.append((rel, st))
-        parsed = iter(_parse_all(vault, todo, max_note_bytes, raw if keep_bytes else None, arcs_anywhere))
+        parsed = iter(_parse_all(vault, todo, max_note_bytes, raw if keep_bytes else None, arcs_anywhere, fork))
         notes = {rel: note if note is not None else next(parsed) for rel, note in found}
     finally:
         if enabled:
@@ -632,12 +634,12 @@ PARALLEL_PARSE_FILES = 2000
 
 
 def _parse_all(vault: Path, todo: list[tuple[str, Any]], max_note_bytes: int, keep: dict[str, bytes] | None,
-               arcs_anywhere: bool) -> list[Note]:
+               arcs_anywhere: bool, fork: bool) -> list[Note]:
     """The notes of the (path, stat) pairs in ``todo``, in order; ``keep`` gets each file's bytes.
     Many of them: the second half is parsed by a forked child (:mod:`brain.io.background`)
     meanwhile, and comes back as parse-cache rows with the bytes; a child that fails leaves its
     half to this process."""
-    theirs = todo[len(todo) // 2:] if len(todo) >= PARALLEL_PARSE_FILES else []
+    theirs = todo[len(todo) // 2:] if fork and len(todo) >= PARALLEL_PARSE_FILES else []
 
     def parse_theirs() -> bytes:
         kept: dict[str, bytes] = {}

@@ -386,7 +386,7 @@ def _run(tick: _Tick) -> None:
     else:
         snapshot = scan(vault, feed_dir=tick.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
                         listing=[(rel, Listed(size, mtime)) for rel, (size, mtime) in listing.items()],
-                        keep_bytes=not dry_run)
+                        keep_bytes=not dry_run, fork=s.fork_children)
         report.problems.extend(snapshot.problems)
         report.delta = snapshot.delta
         _after_scan(tick, snapshot)
@@ -585,7 +585,7 @@ def _index_alongside(tick: _Tick, snapshot: Snapshot, kplan: KeeperPlan) -> None
     rebuild; a child that failed, or could not start, leaves the whole build to that refresh."""
     from brain.search.index import db_path, rebuild
 
-    if (tick.report.dry_run or tick.partial or tick.index_child is not None
+    if (not tick.s.fork_children or tick.report.dry_run or tick.partial or tick.index_child is not None
             or len(snapshot.notes) < INDEX_ALONGSIDE_NOTES or os.path.lexists(db_path(tick.vault))):
         return
     plan = kplan.plan
