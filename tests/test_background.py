@@ -173,6 +173,44 @@ def test_the_index_built_alongside_follows_an_edit_that_won_the_race(tmp_path: P
     assert any("zanzibar" in row[3] for row in index["fts"] if row[0] == now)
 
 
+CANCEL = """
+import json, os, sys, time
+from pathlib import Path
+import brain.pipeline.tick as T, brain.search.index as I
+from brain.settings import Settings
+from brain.core.timeutil import require_instant
+vault = Path(sys.argv[1])
+T.INDEX_ALONGSIDE_NOTES = 4
+def slow_rebuild(vault, notes, **kwargs):  # half a build on disk, then a long wait
+    I.rebuild_temp(vault, os.getpid()).write_bytes(b"half an index")
+    time.sleep(60)
+I.rebuild = slow_rebuild
+def fail(*args, **kwargs):
+    raise RuntimeError("the run fails after the writes")
+T._candidates = fail
+started = time.monotonic()
+try:
+    T.run_tick(Settings(vault=vault), require_instant(sys.argv[2]), no_ai=True, dry_run=False)
+except RuntimeError:
+    pass
+try:
+    os.waitpid(-1, os.WNOHANG)
+    children = True
+except ChildProcessError:
+    children = False
+print(json.dumps({"seconds": time.monotonic() - started, "children": children,
+                  "left": sorted(p.name for p in (vault / ".brain").glob(".search.sqlite.*"))}))
+"""
+
+
+def test_a_run_that_fails_ends_its_index_child_and_its_half_built_file(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v")
+    out, _ = _fresh(CANCEL, str(vault), NOW)
+    assert out["children"] is False  # killed and reaped, not left running or as a zombie
+    assert out["left"] == []
+    assert out["seconds"] < 30  # not waited for
+
+
 FORKED = """
 import json, threading
 from brain.io.background import Forked

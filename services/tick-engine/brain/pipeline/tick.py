@@ -306,7 +306,7 @@ def run_tick(
             report.problems.extend(tx.late)
     finally:
         if tick.index_child is not None:  # the run failed before it needed the index
-            tick.index_child.cancel()
+            _cancel_index(tick.vault, tick.index_child)
         # The heat inputs memo holds every note the tick decided: let them go before the
         # collector is back, or its first pass walks them all (0.1 s after a cold tick).
         forget_inputs()
@@ -604,6 +604,15 @@ def _index_alongside(tick: _Tick, snapshot: Snapshot, kplan: KeeperPlan) -> None
         return None
 
     tick.index_child = Forked.start(build)
+
+
+def _cancel_index(vault: Path, child: Forked) -> None:
+    """End an index child the run no longer waits for, and remove the file it was building."""
+    from brain.search.index import rebuild_temp
+
+    child.cancel()
+    with contextlib.suppress(OSError):
+        os.unlink(rebuild_temp(vault, child.pid))
 
 
 def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,

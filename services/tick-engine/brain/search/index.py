@@ -413,6 +413,12 @@ DEFAULT_MAX_BYTES = 2_000_000
 STALE_TEMP_SECONDS = 3600
 
 
+def rebuild_temp(vault: Path, pid: int) -> Path:
+    """Where process ``pid`` builds a new index before renaming it into place."""
+    target = db_path(vault)
+    return target.with_name(f".{target.name}.{pid}.tmp")
+
+
 def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_BYTES,
             raw: Mapping[str, bytes] | None = None) -> IndexStats:
     """Build the whole index from the scan's notes into a new file, then rename it into place.
@@ -423,7 +429,7 @@ def rebuild(vault: Path, notes: Iterable[Note], *, max_bytes: int = DEFAULT_MAX_
     by_path = {n.path: n for n in notes}
     target = db_path(vault)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temp = rebuild_temp(vault, os.getpid())
     for left in target.parent.glob(f".{target.name}.*.tmp"):  # a killed rebuild's, once it is clearly dead
         with contextlib.suppress(OSError):
             if left == temp or left.stat().st_mtime < time.time() - STALE_TEMP_SECONDS:
