@@ -11,13 +11,14 @@ may find a lock that thread held, and never get it).
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # imported where used: a tick that forks nothing (every 2-hourly one) never loads them
+    import mmap
 
 T = TypeVar("T")
 
@@ -71,6 +72,8 @@ class Forked:
             size = os.fstat(self._out).st_size
             if not size:
                 return None
+            import mmap
+
             with mmap.mmap(self._out, size, prot=mmap.PROT_READ) as mapped:
                 return load(mapped)
         finally:
@@ -79,6 +82,8 @@ class Forked:
     def cancel(self) -> None:
         """End the child now (the run it was working for failed) and reap it."""
         if self._ended is None:
+            import signal
+
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
         self.wait()

@@ -19,13 +19,12 @@ import contextlib
 import gc
 import hashlib
 import marshal
-import mmap
 import os
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from brain.core.markers import Marker
 from brain.core.model import (
@@ -43,6 +42,9 @@ from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular
 from brain.io.background import Forked
+
+if TYPE_CHECKING:
+    import mmap
 
 __all__ = [
     "ChangedError",
