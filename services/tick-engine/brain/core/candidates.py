@@ -147,6 +147,7 @@ def candidates(notes: Iterable[Note], *, ignitions: Mapping[str, str] | None = N
     for (a, b), count in shared.items():
         evidence.add(a, b, "sessions", 10.0 + count,
                      f"share {count} source session{'s' if count != 1 else ''}")
+    del by_session, shared  # each index goes once used: 10 000 arcs' would all be alive at the peak
 
     titles = {cid: _words(info.title) for cid, info in infos.items()}
     by_title: dict[str, list[str]] = defaultdict(list)
@@ -174,6 +175,7 @@ def candidates(notes: Iterable[Note], *, ignitions: Mapping[str, str] | None = N
             evidence.add(a, b, "title", 6.0 + similarity, "near-identical titles")
         elif len(in_common) >= 2:
             evidence.add(a, b, "words", 1.0 + len(in_common), "title words in common: " + ", ".join(in_common[:4]))
+    del titles, by_title, by_word, common
 
     if ignitions:
         texts = {cid: _words(text) for cid, text in sorted(ignitions.items()) if cid in infos}

@@ -615,7 +615,10 @@ def scan(
                     continue
             found.append((rel, None))
             todo.append((rel, st))
-        parsed = iter(_parse_all(vault, todo, max_note_bytes, raw if keep_bytes else None, arcs_anywhere, fork))
+        # The bytes of a few files parsed are kept for the plan and the writer; a cold scan's are not:
+        # its plan reads each arc again as it renders it, never every old and new text at once.
+        keep = raw if keep_bytes and len(todo) < KEEP_BYTES_FILES else None
+        parsed = iter(_parse_all(vault, todo, max_note_bytes, keep, arcs_anywhere, fork))
         notes = {rel: note if note is not None else next(parsed) for rel, note in found}
     finally:
         if enabled:
@@ -631,8 +634,9 @@ def scan(
     return snapshot
 
 
-#: A scan with this many files to parse (a cold tick's) parses half of them in a forked child.
-PARALLEL_PARSE_FILES = 2000
+#: A scan with this many files to parse (a cold tick's) parses half of them in a forked child, and
+#: keeps none of their bytes.
+PARALLEL_PARSE_FILES = KEEP_BYTES_FILES = 2000
 
 
 def _parse_all(vault: Path, todo: list[tuple[str, Any]], max_note_bytes: int, keep: dict[str, bytes] | None,
@@ -733,46 +737,53 @@ def read_current(vault: Path, note: Note, snapshot: Snapshot | None = None) -> s
 
 
 class _Texts(Mapping[str, str]):
-    """Arc texts decoded one at a time, when the planner asks: a cold tick never holds the text
-    of every arc at once (the bytes are the scan's own, or a re-read checked against it)."""
+    """Arc texts read when the planner asks, one at a time, each the bytes the scan parsed (its
+    kept bytes, or a re-read checked against its hash): a cold tick never holds the old text of
+    every arc beside the new one. A file that changed, vanished or is not UTF-8 is missing (a
+    ``KeyError``), with a problem in :attr:`problems`."""
 
-    def __init__(self, data: dict[str, bytes]):
-        self._data = data
+    def __init__(self, snapshot: Snapshot, notes: Iterable[Note]):
+        self._snapshot = snapshot
+        self._notes = {note.path: note for note in notes}
+        self._failed: set[str] = set()
+        self.problems: list[Problem] = []
 
     def __getitem__(self, path: str) -> str:
-        return self._data[path].decode("utf-8")
+        note = self._notes[path]
+        if path not in self._failed:
+            kept = self._snapshot.raw.get(path)
+            if kept is not None and len(kept) == note.size:
+                return kept.decode("utf-8")  # it parsed, so it is valid UTF-8
+            try:
+                data: bytes | None = (self._snapshot.vault / path).read_bytes()
+            except OSError:
+                data = None
+            if data is None or len(data) != note.size \
+                    or hashlib.sha1(data, usedforsecurity=False).hexdigest() != note.sha1:
+                self._fail(path, "changed since the scan; the next tick takes it up")
+            else:
+                try:
+                    return data.decode("utf-8")
+                except UnicodeDecodeError:
+                    self._fail(path, "not valid UTF-8; file left as it is")
+        raise KeyError(path)
+
+    def _fail(self, path: str, why: str) -> None:
+        self._failed.add(path)
+        self.problems.append(Problem(path, None, why))
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+        return iter(self._notes)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._notes)
 
 
-def read_texts(snapshot: Snapshot, notes: Iterable[Note]) -> tuple[Mapping[str, str], list[Problem]]:
-    """The text of each note as the scan saw it (kept bytes, or a re-read checked against the scan).
+def read_texts(snapshot: Snapshot, notes: Iterable[Note]) -> _Texts:
+    """The text of each note as the scan saw it, read when asked (:class:`_Texts`).
 
-    A file that changed, vanished or is not UTF-8 is left out with a problem: the next tick
-    takes it up. This is the only read a plan needs; the planners themselves never read.
+    A file that changed, vanished or is not UTF-8 is left out with a problem (in the result's
+    ``problems`` once it was asked for): the next tick takes it up. This is the only read a plan
+    needs; the planners themselves never read.
     """
-    found: dict[str, bytes] = {}
-    problems: list[Problem] = []
-    for note in notes:
-        kept = snapshot.raw.get(note.path)
-        if kept is not None and len(kept) == note.size:
-            found[note.path] = kept  # it parsed, so it is valid UTF-8
-            continue
-        try:
-            data = (snapshot.vault / note.path).read_bytes()
-        except OSError:
-            data = None
-        if data is None or len(data) != note.size or hashlib.sha1(data, usedforsecurity=False).hexdigest() != note.sha1:
-            problems.append(Problem(note.path, None, "changed since the scan; the next tick takes it up"))
-            continue
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            problems.append(Problem(note.path, None, "not valid UTF-8; file left as it is"))
-            continue
-        found[note.path] = data
-    return _Texts(found), problems
+    return _Texts(snapshot, notes)

@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -178,20 +178,27 @@ class Journal:
     def _save(self) -> None:
         atomic_write(self.root / "manifest.json", json.dumps(self.manifest, separators=(",", ":")).encode())
 
-    def record(self, ops: list[dict[str, Any]], befores: list[bytes | None]) -> None:
+    def record(self, ops: list[dict[str, Any]], befores: Iterable[bytes | None]) -> None:
+        """Pack the before-images and add ``ops`` to the manifest. ``befores`` is read once, in
+        step with ``ops``, each image written as it comes (a generator may read them from disk one
+        at a time); an op that names a ``before`` hash but gets no image is left out (its file
+        changed: the caller does not carry it out)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.packs += 1
         pack_name = f"pack-{self.packs}"
         offset = 0
-        chunks: list[bytes] = []
-        for op, before in zip(ops, befores, strict=True):
-            if before is not None:
-                op["pack"], op["offset"], op["length"] = pack_name, offset, len(before)
-                chunks.append(before)
-                offset += len(before)
-        atomic_write_chunks(self.root / pack_name, chunks)  # never one more copy of every before-image
+
+        def chunks() -> Iterator[bytes]:
+            nonlocal offset
+            for op, before in zip(ops, befores, strict=True):
+                if before is not None:
+                    op["pack"], op["offset"], op["length"] = pack_name, offset, len(before)
+                    offset += len(before)
+                    yield before
+
+        atomic_write_chunks(self.root / pack_name, chunks())  # never one more copy of every before-image
         self.manifest["state"] = "pending"
-        self.manifest["ops"].extend(ops)
+        self.manifest["ops"].extend(op for op in ops if op["before"] is None or "pack" in op)
         self._save()
         self.opened = True
 
@@ -309,10 +316,23 @@ def _before_images(root: Path, ops: list[dict[str, Any]]) -> list[bytes | None]:
 @dataclass
 class _Resolved:
     op: WriteFile | MoveFile | DeleteFile
+    #: The file's bytes when the plan handed them over (the planner's copy, held anyway); None when
+    #: they were read here only to be checked: the journal reads them again as it packs them, so a
+    #: plan of 10 000 files never holds every old file and every new one at once.
     before: bytes | None
-    after: bytes | None
+    before_sha1: str | None  # None: no file there
+    after_sha1: str | None  # None: no file there after (a delete)
     #: (size, mtime_ns, inode) of the file the plan was checked against; re-checked at commit.
     seen: tuple[int, int, int] | None = None
+
+
+def _resolved(op: WriteFile | MoveFile | DeleteFile, current: bytes | None, after: bytes | None,
+              seen: tuple[int, int, int] | None) -> _Resolved:
+    # Feed files and dashboards (owned, few and small) keep theirs: they are replaced whatever they hold.
+    kept = current if current is not None and (current is getattr(op, "before", None)
+                                               or getattr(op, "owned", False)) else None
+    return _Resolved(op, kept, sha1_bytes(current) if current is not None else None,
+                     sha1_bytes(after) if after is not None else None, seen)
 
 
 def apply_plan(
@@ -345,14 +365,18 @@ def apply_plan(
             op = item.op
             entry: dict[str, Any] = {
                 "op": "move" if isinstance(op, MoveFile) else "delete" if isinstance(op, DeleteFile) else "write",
-                "path": op.src if isinstance(op, MoveFile) else op.path,
-                "before": sha1_bytes(item.before) if item.before is not None else None,
-                "after": sha1_bytes(item.after) if item.after is not None else None,
+                "path": _source(op),
+                "before": item.before_sha1,
+                "after": item.after_sha1,
             }
             if isinstance(op, MoveFile):
                 entry["dst"] = op.dst
             entries.append(entry)
-        journal.record(entries, [item.before for item in resolved])
+        changed: set[int] = set()
+        journal.record(entries, _images(vault, resolved, changed))
+        for index in sorted(changed):  # edited between the check and the journal: not ours to touch
+            _conflict(result, _source(resolved[index].op), "changed since the scan")
+        resolved = [item for index, item in enumerate(resolved) if index not in changed]
     for item in _execute_all(vault, resolved, result, journal):
         _note_result(item.op, result)
     if journal is None:
@@ -368,6 +392,26 @@ def planned_result(plan: Plan) -> ApplyResult:
     for op in plan.operations:
         _note_result(op, result)
     return result
+
+
+def _source(op: WriteFile | MoveFile | DeleteFile) -> str:
+    return op.src if isinstance(op, MoveFile) else op.path
+
+
+def _images(vault: Path, items: list[_Resolved], changed: set[int]) -> Iterator[bytes | None]:
+    """Each item's before-image, in order, for the journal's pack: the bytes it holds, else the
+    file read again and checked against the hash it had when resolved (None, and its index in
+    ``changed``, when it no longer has it). One file's bytes at a time."""
+    for index, item in enumerate(items):
+        if item.before_sha1 is None or item.before is not None:
+            yield item.before
+            continue
+        data = _read(vault / _source(item.op))
+        if data is None or sha1_bytes(data) != item.before_sha1:
+            changed.add(index)
+            yield None
+            continue
+        yield data
 
 
 def _note_result(op: WriteFile | MoveFile | DeleteFile, result: ApplyResult) -> None:
@@ -396,7 +440,7 @@ def _resolve(
         if os.path.lexists(dst):  # a file, or a link (even a dangling one)
             _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
             return None
-        return _Resolved(op, current, op.content if op.content is not None else current, seen)
+        return _resolved(op, current, op.content if op.content is not None else current, seen)
     path = confined(vault, op.path, verified)
     if isinstance(op, WriteFile):
         current, seen = _current(path, op.expect, op.before)
@@ -408,7 +452,7 @@ def _resolve(
         if not op.owned and (op.expect is None or not _matches(path, op.expect, current)):
             _conflict(result, op.path, "changed since the scan")
             return None
-        return _Resolved(op, current, None, _stat_of(path))
+        return _resolved(op, current, None, _stat_of(path))
     if current == op.content:
         return None
     if not op.owned:
@@ -418,7 +462,7 @@ def _resolve(
         if op.expect is not None and not _matches(path, op.expect, current):
             _conflict(result, op.path, "changed since the scan")
             return None
-    return _Resolved(op, current, op.content, seen if current is not None else None)
+    return _resolved(op, current, op.content, seen if current is not None else None)
 
 
 TMP_SUFFIX = ".brain-tmp"
@@ -709,16 +753,16 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
             folders.add(os.path.dirname(os.path.join(root, op.src)))
             target = os.path.join(root, op.dst)
             folders.add(os.path.dirname(target))
-            if op.content is None or op.content == item.before:
+            if op.content is None or item.after_sha1 == item.before_sha1:
                 continue
         else:
             target = os.path.join(root, op.path)
             folders.add(os.path.dirname(target))
-        assert item.after is not None
+        assert op.content is not None
         head, name = os.path.split(target)
         tmp = os.path.join(head, f".{name}{TMP_SUFFIX}")
         staged[index] = tmp
-        jobs.append((Path(tmp), item.after))
+        jobs.append((Path(tmp), op.content))
     for folder in sorted(folders):
         os.makedirs(folder, exist_ok=True)
     _stage(jobs)
@@ -752,7 +796,7 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
                 if not op.owned and item.seen is not None and now != item.seen:
                     raise _Raced("edited during the tick")
                 os.unlink(os.path.join(root, op.path))
-            elif item.before is None:
+            elif item.before_sha1 is None:
                 if op.owned:
                     os.replace(staged[index], os.path.join(root, op.path))
                 else:

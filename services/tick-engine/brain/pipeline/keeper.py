@@ -120,8 +120,10 @@ def plan_keeper(
         predicted = keeper.predict(note, decision, text, new, data)
         if predicted is not None:
             out.predicted[decision.path] = predicted
-        kept = snapshot.raw.get(note.path)  # the scan's own bytes: no second copy of every arc
-        before = kept if kept is not None and len(kept) == note.size else text.encode("utf-8")
+        # The scan's own bytes when it kept them; else the writer reads the file as it checks it (a
+        # cold tick holds no copy of every old arc beside the new ones).
+        kept = snapshot.raw.get(note.path)
+        before = kept if kept is not None and len(kept) == note.size else None
         expect = Expect(note.size, note.mtime_ns, note.sha1)
         if decision.path != note.path:
             plan.add(MoveFile(note.path, decision.path, expect, data if new != text else None,

@@ -620,14 +620,13 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
                  dashboard_texts: Mapping[str, str] | None = None) -> tuple[KeeperPlan, Snapshot]:
     """Read the arcs that change, plan, apply; returns the plan and the snapshot it leads to."""
     report = tick.report
-    texts, problems = read_texts(snapshot, [d.note for d in decisions.changed()])
-    report.problems.extend(problems)
-    report.result.conflicts.update(p.path for p in problems)  # left for the next tick, like a writer conflict
+    texts = read_texts(snapshot, [d.note for d in decisions.changed()])  # read as the planner asks
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
                         folder_tokens=_folder_tokens(tick.feed_dir), extra_diff=extra_diff,
                         intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards,
                         dashboard_texts=dashboard_texts, feed_before=tick.feed_before)
-    del texts  # a cold tick holds every arc's text: not while it writes them as well
+    report.problems.extend(texts.problems)
+    report.result.conflicts.update(p.path for p in texts.problems)  # left for the next tick, like a writer conflict
     _index_alongside(tick, snapshot, kplan)
     report.problems.extend(kplan.problems)
     report.keeper.planned = (report.keeper.planned or 0) + len(kplan.plan.operations)

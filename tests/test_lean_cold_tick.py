@@ -1,0 +1,97 @@
+"""A cold tick never holds every arc's old bytes beside the new ones: the scan keeps no bytes of a
+large parse, the planner reads each arc as it renders it, and the writer's journal reads each
+before-image again as it packs it, checked against the hash it was resolved with. What it must
+not lose for that: undo restores every file exactly, and an edit made between the check and the
+journal stays the operator's."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from brain.cli import app
+from tests.support.vaults import init_vault, run_tick_json, tree_digest, write_arc
+
+runner = CliRunner()
+
+
+def _arcs(vault: Path, count: int = 24) -> None:
+    for i in range(count):
+        hot = i % 6 == 0  # promoted: moved to frontal-lobe/conscious and rewritten
+        write_arc(vault, f"clusters/2026-11-{1 + i % 20:02d}", f"2026-11-01-lean-{i:03d}-0123456789ab",
+                  sessions=[f"s{i}-{k}" for k in range(4 if hot else 1)], tool_calls=900 if hot else 10 + i,
+                  last_active="2026-11-21T11:00:00Z" if hot else f"2026-11-{1 + i % 20:02d}T09:00:00Z",
+                  body=f"Work {i}.\n\n<!-- @lesson -->\nLesson {i}.\n<!-- @/lesson -->\n")
+
+
+def test_a_cold_tick_that_kept_no_bytes_is_undone_exactly(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import brain.io.vault as vault_module
+    import brain.pipeline.tick as tick_module
+
+    _arcs(vault)
+    before = tree_digest(vault, include_state=False)
+    monkeypatch.setattr(vault_module, "KEEP_BYTES_FILES", 1)  # as a scan of thousands of files
+    kept: list[int] = []
+    real_scan = tick_module.scan
+
+    def scan(*args: Any, **kwargs: Any) -> Any:
+        snapshot = real_scan(*args, **kwargs)
+        kept.append(len(snapshot.raw))
+        return snapshot
+
+    monkeypatch.setattr(tick_module, "scan", scan)
+    code, report = run_tick_json(vault)
+    assert code == 0, report["problems"]
+    assert kept == [0]  # the scan parsed every file and kept none of their bytes
+    assert len(report["changes"]["moved"]) >= 4 and report["changes"]["written"]
+    manifest = json.loads(next((vault / ".brain/journal").glob("*/manifest.json")).read_text())
+    packed = [op for op in manifest["ops"] if op["before"] is not None]
+    assert len(packed) >= len(report["changes"]["moved"])  # every before-image read back into the pack
+    result = runner.invoke(app, ["undo", "--vault", str(vault)])
+    assert result.exit_code == 0, result.stderr
+    after = tree_digest(vault, include_state=False)
+    after.pop("brain-feed/health.jsonl")
+    assert after == before
+
+
+def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from brain.core.plan import Expect, Plan, WriteFile
+    from brain.io import writer
+
+    vault = init_vault(tmp_path / "v")
+    edited = write_arc(vault, "clusters/2026-11-21", "2026-11-21-e-0123456789ab")
+    other = write_arc(vault, "clusters/2026-11-21", "2026-11-21-o-0123456789ab")
+    plan = Plan()
+    for path in (edited, other):
+        rel = path.relative_to(vault).as_posix()
+        data = path.read_bytes()
+        expect = Expect(len(data), path.stat().st_mtime_ns, writer.sha1_bytes(data))
+        plan.add(WriteFile(rel, data.replace(b"heat: 0", b"heat: 3"), expect, reason="heat"))  # no before
+    real_images = writer._images
+
+    def images(root: Path, items: Any, changed: set[int]) -> Any:
+        edited.write_bytes(edited.read_bytes() + b"\nThe operator saved this meanwhile.\n")
+        return real_images(root, items, changed)
+
+    monkeypatch.setattr(writer, "_images", images)
+    now = datetime(2026, 11, 21, 12, tzinfo=UTC)
+    journal = writer.Journal(vault, "20261121T120000Z-lean", now)
+    result = writer.apply_plan(vault, plan, journal=journal, dry_run=False)
+    writer.flush_discards()
+    edited_rel = edited.relative_to(vault).as_posix()
+    assert result.conflicts == {edited_rel}
+    # Caught by the journal's re-read (its hash), before any commit: no image in the pack that is not its hash's.
+    assert [p.message for p in result.problems if p.path == edited_rel] == [
+        "changed since the scan; left as it is, the next tick takes it up"]
+    assert result.written == [other.relative_to(vault).as_posix()]
+    assert edited.read_bytes().endswith(b"The operator saved this meanwhile.\n") and b"heat: 0" in edited.read_bytes()
+    assert b"heat: 3" in other.read_bytes()
+    manifest = writer.load_manifest(vault, journal.tick_id)  # every field checked: a journal undo can trust
+    assert [op["path"] for op in manifest["ops"]] == [other.relative_to(vault).as_posix()]
+    assert writer.before_image(vault / writer.JOURNAL_DIR / journal.tick_id, manifest["ops"][0]) is not None
