@@ -634,44 +634,41 @@ def scan(
     return snapshot
 
 
-#: A scan with this many files to parse (a cold tick's) parses half of them in a forked child, and
-#: keeps none of their bytes.
+#: A scan with this many files to parse (a cold tick's) keeps none of their bytes, and parses half
+#: of them in a forked child.
 PARALLEL_PARSE_FILES = KEEP_BYTES_FILES = 2000
 
 
 def _parse_all(vault: Path, todo: list[tuple[str, Any]], max_note_bytes: int, keep: dict[str, bytes] | None,
                arcs_anywhere: bool, fork: bool) -> list[Note]:
     """The notes of the (path, stat) pairs in ``todo``, in order; ``keep`` gets each file's bytes.
-    Many of them: the second half is parsed by a forked child (:mod:`brain.io.background`)
-    meanwhile, and comes back as parse-cache rows with the bytes; a child that fails leaves its
-    half to this process."""
-    theirs = todo[len(todo) // 2:] if fork and len(todo) >= PARALLEL_PARSE_FILES else []
+    Many of them, none kept: the second half is parsed by a forked child (:mod:`brain.io.background`)
+    meanwhile, and comes back as parse-cache rows; a child that fails leaves its half to this process."""
+    many = fork and keep is None and len(todo) >= PARALLEL_PARSE_FILES
+    theirs = todo[len(todo) // 2:] if many else []
 
     def parse_theirs() -> bytes:
-        kept: dict[str, bytes] = {}
-        rows = [_note_row(_parse_file(vault, rel, st, max_note_bytes, kept, arcs_anywhere)) for rel, st in theirs]
-        return marshal.dumps((rows, kept if keep is not None else {}))
+        return marshal.dumps([_note_row(_parse_file(vault, rel, st, max_note_bytes, None, arcs_anywhere))
+                              for rel, st in theirs])
 
     child = Forked.start(parse_theirs) if theirs else None
     mine = todo[:len(todo) - len(theirs)] if child is not None else todo
     notes = [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in mine]
     if child is None:
         return notes
-    rows, kept = child.output(_parsed_rows) or ([], {})
+    rows = child.output(_parsed_rows) or []
     if len(rows) != len(theirs):
         return notes + [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in theirs]
-    if keep is not None:
-        keep.update(kept)
     return notes + [_note_of(row) for row in rows]
 
 
-def _parsed_rows(data: mmap.mmap) -> tuple[list[tuple[Any, ...]], dict[str, bytes]]:
-    """The rows and bytes a parsing child sent; nothing when they do not load."""
+def _parsed_rows(data: mmap.mmap) -> list[tuple[Any, ...]]:
+    """The rows a parsing child sent; none when they do not load."""
     try:
-        rows, kept = marshal.loads(data)
+        rows = marshal.loads(data)
     except (EOFError, ValueError, TypeError):
-        return [], {}
-    return (rows, kept) if isinstance(rows, list) and isinstance(kept, dict) else ([], {})
+        return []
+    return rows if isinstance(rows, list) else []
 
 
 def _read_all(fd: int, size_hint: int) -> bytes:
