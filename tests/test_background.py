@@ -230,6 +230,26 @@ print(json.dumps({"made": made.decode(), "failed": list(failed), "nothing": noth
 """
 
 
+REFUSED = FORKS + """
+import errno, json, os, sys
+from pathlib import Path
+import brain.io.vault as V
+def refuse():
+    raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+os.fork = refuse  # a pod at its pid limit
+V.PARALLEL_PARSE_FILES = V.KEEP_BYTES_FILES = 4
+vault = Path(sys.argv[1])
+s = V.scan(vault, feed_dir=vault / "brain-feed", max_note_bytes=2_000_000, write_cache=False, keep_bytes=True,
+           fork=True)
+print(json.dumps({"forks": forks, "notes": len(s.notes), "parsed": s.stats.parsed}))
+"""
+
+
+def test_a_system_that_refuses_a_process_gets_the_work_done_here(tmp_path: Path) -> None:
+    out, _ = _fresh(REFUSED, str(_vault(tmp_path / "v")))
+    assert out == {"forks": [False], "notes": 42, "parsed": 42}
+
+
 def test_a_forked_function_hands_back_its_bytes_or_its_failure() -> None:
     out, stderr = _fresh(FORKED)
     assert out == {"made": "made in the child", "failed": [False, None], "nothing": None, "beside": True}

@@ -34,15 +34,22 @@ class Forked:
 
     @classmethod
     def start(cls, function: Callable[[], bytes | None]) -> Forked | None:
-        """``function()`` in a forked child; None when this process cannot fork safely (then the
-        caller does the work itself). The child never returns into the caller's code: it exits with
+        """``function()`` in a forked child; None when this process cannot fork safely, or the
+        system refuses a process (then the caller does the work itself). The child never returns into the caller's code: it exits with
         0 when ``function`` returned (its bytes kept for :meth:`output`), 1 when it raised (its
         error on stderr), whatever happens."""
         if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
             return None
-        out = _scratch()
+        try:
+            out = _scratch()
+        except OSError:
+            return None
         sys.stderr.flush()  # nothing buffered goes out twice
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to spare (a pod's pid limit, memory): the caller does the work
+            os.close(out)
+            return None
         if pid:
             return cls(pid, out)
         code = 1
