@@ -406,7 +406,10 @@ def _images(vault: Path, items: list[_Resolved], changed: set[int]) -> Iterator[
         if item.before_sha1 is None or item.before is not None:
             yield item.before
             continue
-        data = _read(vault / _source(item.op))
+        try:  # never a wait on a named pipe swapped in meanwhile; a link out is caught by the hash
+            data: bytes | None = read_regular(vault / _source(item.op))
+        except OSError:
+            data = None
         if data is None or sha1_bytes(data) != item.before_sha1:
             changed.add(index)
             yield None
