@@ -59,8 +59,14 @@ def test_a_cold_tick_that_kept_no_bytes_is_undone_exactly(vault: Path, monkeypat
     assert after == before
 
 
-def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("swap", ["edit", "fifo"])
+def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                        swap: str) -> None:
+    """An operator's save, or a named pipe some tool put there (read, it would wait forever)."""
+    import os
+    import signal
+    import time
+
     from brain.core.plan import Expect, Plan, WriteFile
     from brain.io import writer
 
@@ -76,13 +82,28 @@ def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path:
     real_images = writer._images
 
     def images(root: Path, items: Any, changed: set[int]) -> Any:
-        edited.write_bytes(edited.read_bytes() + b"\nThe operator saved this meanwhile.\n")
+        if swap == "fifo":
+            edited.unlink()
+            os.mkfifo(edited)
+        else:
+            edited.write_bytes(edited.read_bytes() + b"\nThe operator saved this meanwhile.\n")
         return real_images(root, items, changed)
 
     monkeypatch.setattr(writer, "_images", images)
     now = datetime(2026, 11, 21, 12, tzinfo=UTC)
     journal = writer.Journal(vault, "20261121T120000Z-lean", now)
-    result = writer.apply_plan(vault, plan, journal=journal, dry_run=False)
+    def waited(*_: Any) -> None:
+        raise TimeoutError("the journal waited on a named pipe")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(20)  # a read that waits on the pipe fails the test instead of hanging it
+    started = time.monotonic()
+    try:
+        result = writer.apply_plan(vault, plan, journal=journal, dry_run=False)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 10
     writer.flush_discards()
     edited_rel = edited.relative_to(vault).as_posix()
     assert result.conflicts == {edited_rel}
@@ -90,7 +111,11 @@ def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path:
     assert [p.message for p in result.problems if p.path == edited_rel] == [
         "changed since the scan; left as it is, the next tick takes it up"]
     assert result.written == [other.relative_to(vault).as_posix()]
-    assert edited.read_bytes().endswith(b"The operator saved this meanwhile.\n") and b"heat: 0" in edited.read_bytes()
+    if swap == "fifo":
+        assert edited.is_fifo()  # left as it is
+    else:
+        assert edited.read_bytes().endswith(b"The operator saved this meanwhile.\n")
+        assert b"heat: 0" in edited.read_bytes()
     assert b"heat: 3" in other.read_bytes()
     manifest = writer.load_manifest(vault, journal.tick_id)  # every field checked: a journal undo can trust
     assert [op["path"] for op in manifest["ops"]] == [other.relative_to(vault).as_posix()]
