@@ -59,7 +59,7 @@ def test_a_cold_tick_that_kept_no_bytes_is_undone_exactly(vault: Path, monkeypat
     assert after == before
 
 
-@pytest.mark.parametrize("swap", ["edit", "fifo"])
+@pytest.mark.parametrize("swap", ["edit", "fifo", "fifo before the check"])
 def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                         swap: str) -> None:
     """An operator's save, or a named pipe some tool put there (read, it would wait forever)."""
@@ -82,7 +82,9 @@ def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path:
     real_images = writer._images
 
     def images(root: Path, items: Any, changed: set[int]) -> Any:
-        if swap == "fifo":
+        if swap == "fifo before the check":
+            pass
+        elif swap == "fifo":
             edited.unlink()
             os.mkfifo(edited)
         else:
@@ -98,6 +100,9 @@ def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path:
     previous = signal.signal(signal.SIGALRM, waited)
     signal.alarm(20)  # a read that waits on the pipe fails the test instead of hanging it
     started = time.monotonic()
+    if swap == "fifo before the check":  # the writer's own check (step 2) meets it
+        edited.unlink()
+        os.mkfifo(edited)
     try:
         result = writer.apply_plan(vault, plan, journal=journal, dry_run=False)
     finally:
@@ -107,11 +112,12 @@ def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path:
     writer.flush_discards()
     edited_rel = edited.relative_to(vault).as_posix()
     assert result.conflicts == {edited_rel}
-    # Caught by the journal's re-read (its hash), before any commit: no image in the pack that is not its hash's.
+    # Caught by the check or the journal's re-read (its hash), before any commit: no image in the pack
+    # that is not its hash's.
     assert [p.message for p in result.problems if p.path == edited_rel] == [
         "changed since the scan; left as it is, the next tick takes it up"]
     assert result.written == [other.relative_to(vault).as_posix()]
-    if swap == "fifo":
+    if swap.startswith("fifo"):
         assert edited.is_fifo()  # left as it is
     else:
         assert edited.read_bytes().endswith(b"The operator saved this meanwhile.\n")

@@ -17,6 +17,7 @@ left ``pending`` is rolled back by the next tick (:func:`recover`) before it sca
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -123,10 +124,16 @@ class ApplyResult:
 
 
 def _read(path: Path) -> bytes | None:
+    """The bytes of the regular file at ``path``; None when there is none: gone, or something
+    else put there since the scan (a named pipe is never waited on, a folder never read)."""
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.EISDIR):  # read_regular's "not a regular file"
+            return None
+        raise
 
 
 RACY_NS = 2_000_000_000
@@ -406,10 +413,7 @@ def _images(vault: Path, items: list[_Resolved], changed: set[int]) -> Iterator[
         if item.before_sha1 is None or item.before is not None:
             yield item.before
             continue
-        try:  # never a wait on a named pipe swapped in meanwhile; a link out is caught by the hash
-            data: bytes | None = read_regular(vault / _source(item.op))
-        except OSError:
-            data = None
+        data = _read(vault / _source(item.op))  # a link swapped in is caught by the hash
         if data is None or sha1_bytes(data) != item.before_sha1:
             changed.add(index)
             yield None
