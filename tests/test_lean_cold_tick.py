@@ -126,3 +126,47 @@ def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path:
     manifest = writer.load_manifest(vault, journal.tick_id)  # every field checked: a journal undo can trust
     assert [op["path"] for op in manifest["ops"]] == [other.relative_to(vault).as_posix()]
     assert writer.before_image(vault / writer.JOURNAL_DIR / journal.tick_id, manifest["ops"][0]) is not None
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_a_named_pipe_put_where_an_arc_was_scanned_is_reported_not_waited_on(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, cold: bool
+) -> None:
+    """Between the scan and the planner's read of the arc (a sync tool, a stray ``mkfifo``); in a
+    cold tick, whose scan kept no bytes, the search index reads it too."""
+    import os
+    import signal
+    import time
+
+    import brain.io.vault as vault_module
+    import brain.pipeline.tick as tick_module
+
+    if cold:
+        monkeypatch.setattr(vault_module, "KEEP_BYTES_FILES", 1)
+
+    _arcs(vault, 6)
+    arc = vault / "clusters/2026-11-01/2026-11-01-lean-000-0123456789ab.md"  # hot: the keeper rewrites and moves it
+    real = tick_module.read_texts
+
+    def swap_then_read(*args: Any, **kwargs: Any) -> Any:
+        arc.unlink()
+        os.mkfifo(arc)
+        return real(*args, **kwargs)
+
+    def waited(*_: Any) -> None:
+        raise TimeoutError("the tick waited on a named pipe")
+
+    monkeypatch.setattr(tick_module, "read_texts", swap_then_read)
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(20)
+    started = time.monotonic()
+    try:
+        code, report = run_tick_json(vault)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 10
+    assert code == 0, report.get("problems")
+    rel = arc.relative_to(vault).as_posix()
+    assert any(p["path"] == rel and "changed since the scan" in p["message"] for p in report["problems"])
+    assert arc.is_fifo()  # left as it is

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import gc
 import hashlib
 import marshal
 import os
+import stat
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
@@ -679,8 +681,10 @@ def _read_all(fd: int, size_hint: int) -> bytes:
 
 
 def read_file(path: str, size_hint: int = 0) -> bytes:
-    """A file's bytes with plain system calls (no buffered file object: a cold scan reads 10 000)."""
-    fd = os.open(path, os.O_RDONLY)
+    """A file's bytes with plain system calls (no buffered file object: a cold scan reads 10 000).
+    Opened without blocking: a named pipe put where a note was listed reads as empty or fails at
+    once (its hash or its parse tells), never a wait for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         return _read_all(fd, size_hint)
     finally:
@@ -690,10 +694,12 @@ def read_file(path: str, size_hint: int = 0) -> bytes:
 def read_stamped(path: str) -> tuple[bytes, int]:
     """A file's bytes and the mtime of the very file read, stat'ed before the read: an edit
     during the read leaves a newer mtime on disk than the one returned, so the parse cache
-    re-parses it instead of trusting bytes it never saw."""
-    fd = os.open(path, os.O_RDONLY)
+    re-parses it instead of trusting bytes it never saw. Only a regular file is read (OSError else)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
         return _read_all(fd, st.st_size), st.st_mtime_ns
     finally:
         os.close(fd)
@@ -725,7 +731,7 @@ def read_current(vault: Path, note: Note, snapshot: Snapshot | None = None) -> s
     if kept is not None and len(kept) == note.size:
         return kept.decode("utf-8")
     try:
-        data = (vault / note.path).read_bytes()
+        data = read_file(os.path.join(vault, note.path), note.size)
     except OSError:
         raise ChangedError(note.path) from None
     if len(data) != note.size or hashlib.sha1(data, usedforsecurity=False).hexdigest() != note.sha1:
@@ -752,7 +758,7 @@ class _Texts(Mapping[str, str]):
             if kept is not None and len(kept) == note.size:
                 return kept.decode("utf-8")  # it parsed, so it is valid UTF-8
             try:
-                data: bytes | None = (self._snapshot.vault / path).read_bytes()
+                data: bytes | None = read_file(os.path.join(self._snapshot.vault, path), note.size)
             except OSError:
                 data = None
             if data is None or len(data) != note.size \

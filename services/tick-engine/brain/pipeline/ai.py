@@ -43,7 +43,7 @@ from brain.core.recommendations import (
 from brain.core.redaction import redact
 from brain.core.timeutil import iso
 from brain.core.vocab import AMYGDALA
-from brain.io.atomic import atomic_write
+from brain.io.atomic import atomic_write, read_regular
 from brain.io.llm import Completion, LLMClient, LLMError, client_from_settings
 from brain.io.transaction import Target
 from brain.io.vault import ChangedError, Snapshot, expect_of, read_current
@@ -89,7 +89,7 @@ def prompt_for(settings: Settings, snapshot: Snapshot, now: datetime, decisions_
     excerpts: dict[str, str] = {}
     for cid in unsynthesized(notes, decisions_or_heat)[:EXCERPT_ARCS]:
         try:
-            excerpts[cid] = excerpt((snapshot.vault / arcs[cid].path).read_text(encoding="utf-8"))
+            excerpts[cid] = excerpt(read_regular(snapshot.vault / arcs[cid].path).decode("utf-8"))
         except (OSError, UnicodeDecodeError):
             continue
     return build_prompt(notes, decisions_or_heat, previous_intent=previous_intent(settings.feed_dir),

@@ -283,9 +283,11 @@ def exists(vault: Path) -> bool:
 
 
 def _read(vault: Path, rel: str) -> bytes | None:
+    """The file's bytes when it is a regular file (a named pipe put there is never waited on)."""
+    from brain.io.atomic import read_regular
+
     try:
-        with open(os.path.join(vault, rel), "rb") as handle:
-            return handle.read()
+        return read_regular(os.path.join(vault, rel))
     except OSError:
         return None
 
