@@ -170,3 +170,30 @@ def test_a_named_pipe_put_where_an_arc_was_scanned_is_reported_not_waited_on(
     rel = arc.relative_to(vault).as_posix()
     assert any(p["path"] == rel and "changed since the scan" in p["message"] for p in report["problems"])
     assert arc.is_fifo()  # left as it is
+
+
+def test_a_link_put_where_an_arc_was_scanned_is_refused_and_the_tick_succeeds(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Swapped in after the scan, pointing out of the vault: never followed or written through,
+    left for the operator, and not a failed verify (the tick did nothing wrong)."""
+    import brain.pipeline.tick as tick_module
+
+    _arcs(vault, 6)
+    outside = vault.parent / "outside.md"
+    outside.write_text("not the vault's\n", encoding="utf-8")
+    arc = vault / "clusters/2026-11-01/2026-11-01-lean-000-0123456789ab.md"
+    real = tick_module.plan_keeper
+
+    def swap_then_plan(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        arc.unlink()
+        arc.symlink_to(outside)
+        return plan
+
+    monkeypatch.setattr(tick_module, "plan_keeper", swap_then_plan)
+    code, report = run_tick_json(vault)
+    assert code == 0, report["problems"]
+    rel = arc.relative_to(vault).as_posix()
+    assert any(p["path"] == rel and p["message"].startswith("refused:") for p in report["problems"])
+    assert arc.is_symlink() and outside.read_text(encoding="utf-8") == "not the vault's\n"

@@ -357,8 +357,9 @@ def apply_plan(
         try:
             item = _resolve(vault, op, result, verified)
         except ConfinementError as exc:
-            path = op.src if isinstance(op, MoveFile) else op.path
+            path = _source(op)
             result.problems.append(Problem(path, None, f"refused: {exc}"))
+            result.conflicts.add(path)  # left as it is, like an edit: not a failed second pass for verify
             continue
         if item is not None:
             resolved.append(item)
