@@ -15,25 +15,16 @@ import pytest
 from typer.testing import CliRunner
 
 from brain.cli import app
-from tests.support.vaults import init_vault, run_tick_json, tree_digest, write_arc
+from tests.support.vaults import init_vault, run_tick_json, tree_digest, write_arc, write_mixed_arcs
 
 runner = CliRunner()
-
-
-def _arcs(vault: Path, count: int = 24) -> None:
-    for i in range(count):
-        hot = i % 6 == 0  # promoted: moved to frontal-lobe/conscious and rewritten
-        write_arc(vault, f"clusters/2026-11-{1 + i % 20:02d}", f"2026-11-01-lean-{i:03d}-0123456789ab",
-                  sessions=[f"s{i}-{k}" for k in range(4 if hot else 1)], tool_calls=900 if hot else 10 + i,
-                  last_active="2026-11-21T11:00:00Z" if hot else f"2026-11-{1 + i % 20:02d}T09:00:00Z",
-                  body=f"Work {i}.\n\n<!-- @lesson -->\nLesson {i}.\n<!-- @/lesson -->\n")
 
 
 def test_a_cold_tick_that_kept_no_bytes_is_undone_exactly(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import brain.io.vault as vault_module
     import brain.pipeline.tick as tick_module
 
-    _arcs(vault)
+    write_mixed_arcs(vault)
     before = tree_digest(vault, include_state=False)
     monkeypatch.setattr(vault_module, "KEEP_BYTES_FILES", 1)  # as a scan of thousands of files
     kept: list[int] = []
@@ -126,74 +117,3 @@ def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path:
     manifest = writer.load_manifest(vault, journal.tick_id)  # every field checked: a journal undo can trust
     assert [op["path"] for op in manifest["ops"]] == [other.relative_to(vault).as_posix()]
     assert writer.before_image(vault / writer.JOURNAL_DIR / journal.tick_id, manifest["ops"][0]) is not None
-
-
-@pytest.mark.parametrize("cold", [False, True])
-def test_a_named_pipe_put_where_an_arc_was_scanned_is_reported_not_waited_on(
-    vault: Path, monkeypatch: pytest.MonkeyPatch, cold: bool
-) -> None:
-    """Between the scan and the planner's read of the arc (a sync tool, a stray ``mkfifo``); in a
-    cold tick, whose scan kept no bytes, the search index reads it too."""
-    import os
-    import signal
-    import time
-
-    import brain.io.vault as vault_module
-    import brain.pipeline.tick as tick_module
-
-    if cold:
-        monkeypatch.setattr(vault_module, "KEEP_BYTES_FILES", 1)
-
-    _arcs(vault, 6)
-    arc = vault / "clusters/2026-11-01/2026-11-01-lean-000-0123456789ab.md"  # hot: the keeper rewrites and moves it
-    real = tick_module.read_texts
-
-    def swap_then_read(*args: Any, **kwargs: Any) -> Any:
-        arc.unlink()
-        os.mkfifo(arc)
-        return real(*args, **kwargs)
-
-    def waited(*_: Any) -> None:
-        raise TimeoutError("the tick waited on a named pipe")
-
-    monkeypatch.setattr(tick_module, "read_texts", swap_then_read)
-    previous = signal.signal(signal.SIGALRM, waited)
-    signal.alarm(20)
-    started = time.monotonic()
-    try:
-        code, report = run_tick_json(vault)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - started < 10
-    assert code == 0, report.get("problems")
-    rel = arc.relative_to(vault).as_posix()
-    assert any(p["path"] == rel and "changed since the scan" in p["message"] for p in report["problems"])
-    assert arc.is_fifo()  # left as it is
-
-
-def test_a_link_put_where_an_arc_was_scanned_is_refused_and_the_tick_succeeds(
-    vault: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Swapped in after the scan, pointing out of the vault: never followed or written through,
-    left for the operator, and not a failed verify (the tick did nothing wrong)."""
-    import brain.pipeline.tick as tick_module
-
-    _arcs(vault, 6)
-    outside = vault.parent / "outside.md"
-    outside.write_text("not the vault's\n", encoding="utf-8")
-    arc = vault / "clusters/2026-11-01/2026-11-01-lean-000-0123456789ab.md"
-    real = tick_module.plan_keeper
-
-    def swap_then_plan(*args: Any, **kwargs: Any) -> Any:
-        plan = real(*args, **kwargs)
-        arc.unlink()
-        arc.symlink_to(outside)
-        return plan
-
-    monkeypatch.setattr(tick_module, "plan_keeper", swap_then_plan)
-    code, report = run_tick_json(vault)
-    assert code == 0, report["problems"]
-    rel = arc.relative_to(vault).as_posix()
-    assert any(p["path"] == rel and p["message"].startswith("refused:") for p in report["problems"])
-    assert arc.is_symlink() and outside.read_text(encoding="utf-8") == "not the vault's\n"

@@ -81,3 +81,13 @@ def run_tick_json(vault: Path, *args: str, now: str = NOW) -> tuple[int, dict[st
     result = CliRunner().invoke(app, ["tick", "--vault", str(vault), "--no-ai", "--json", "--now", now, *args])
     data = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
     return result.exit_code, data
+
+
+def write_mixed_arcs(vault: Path, count: int = 24) -> None:
+    """``count`` arcs in ``clusters/``, every sixth hot (a tick promotes it: moved and rewritten), each with a lesson."""
+    for i in range(count):
+        hot = i % 6 == 0  # promoted: moved to frontal-lobe/conscious and rewritten
+        write_arc(vault, f"clusters/2026-11-{1 + i % 20:02d}", f"2026-11-01-lean-{i:03d}-0123456789ab",
+                  sessions=[f"s{i}-{k}" for k in range(4 if hot else 1)], tool_calls=900 if hot else 10 + i,
+                  last_active="2026-11-21T11:00:00Z" if hot else f"2026-11-{1 + i % 20:02d}T09:00:00Z",
+                  body=f"Work {i}.\n\n<!-- @lesson -->\nLesson {i}.\n<!-- @/lesson -->\n")

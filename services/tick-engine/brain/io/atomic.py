@@ -113,11 +113,14 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one line (for ``health.jsonl``); a single write() of a whole line."""
+    """Append one line (for ``health.jsonl``); a single write() of a whole line. Only to a regular
+    file: a named pipe in its place is an OSError at once, never a wait for a reader."""
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (line.rstrip("\n") + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o644)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         os.write(fd, data)
         os.fsync(fd)
     finally:

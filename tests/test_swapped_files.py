@@ -1,0 +1,102 @@
+"""Files swapped after the scan for something a tick must not read or write through: a named
+pipe (a read or an append would wait forever for the other end), a link out of the vault. Each is
+reported with its path, left as it is, and the tick ends at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.vaults import run_tick_json, write_mixed_arcs
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_a_named_pipe_put_where_an_arc_was_scanned_is_reported_not_waited_on(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, cold: bool
+) -> None:
+    """Between the scan and the planner's read of the arc (a sync tool, a stray ``mkfifo``); in a
+    cold tick, whose scan kept no bytes, the search index reads it too."""
+    import os
+    import signal
+    import time
+
+    import brain.io.vault as vault_module
+    import brain.pipeline.tick as tick_module
+
+    if cold:
+        monkeypatch.setattr(vault_module, "KEEP_BYTES_FILES", 1)
+
+    write_mixed_arcs(vault, 6)
+    arc = vault / "clusters/2026-11-01/2026-11-01-lean-000-0123456789ab.md"  # hot: the keeper rewrites and moves it
+    real = tick_module.read_texts
+
+    def swap_then_read(*args: Any, **kwargs: Any) -> Any:
+        arc.unlink()
+        os.mkfifo(arc)
+        return real(*args, **kwargs)
+
+    def waited(*_: Any) -> None:
+        raise TimeoutError("the tick waited on a named pipe")
+
+    monkeypatch.setattr(tick_module, "read_texts", swap_then_read)
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(20)
+    started = time.monotonic()
+    try:
+        code, report = run_tick_json(vault)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 10
+    assert code == 0, report.get("problems")
+    rel = arc.relative_to(vault).as_posix()
+    assert any(p["path"] == rel and "changed since the scan" in p["message"] for p in report["problems"])
+    assert arc.is_fifo()  # left as it is
+
+
+def test_a_link_put_where_an_arc_was_scanned_is_refused_and_the_tick_succeeds(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Swapped in after the scan, pointing out of the vault: never followed or written through,
+    left for the operator, and not a failed verify (the tick did nothing wrong)."""
+    import brain.pipeline.tick as tick_module
+
+    write_mixed_arcs(vault, 6)
+    outside = vault.parent / "outside.md"
+    outside.write_text("not the vault's\n", encoding="utf-8")
+    arc = vault / "clusters/2026-11-01/2026-11-01-lean-000-0123456789ab.md"
+    real = tick_module.plan_keeper
+
+    def swap_then_plan(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        arc.unlink()
+        arc.symlink_to(outside)
+        return plan
+
+    monkeypatch.setattr(tick_module, "plan_keeper", swap_then_plan)
+    code, report = run_tick_json(vault)
+    assert code == 0, report["problems"]
+    rel = arc.relative_to(vault).as_posix()
+    assert any(p["path"] == rel and p["message"].startswith("refused:") for p in report["problems"])
+    assert arc.is_symlink() and outside.read_text(encoding="utf-8") == "not the vault's\n"
+
+
+def test_a_named_pipe_for_health_jsonl_is_reported_and_the_tick_ends(vault: Path) -> None:
+    """The health row is appended to ``brain-feed/health.jsonl``: a pipe there (no reader) must not
+    hold the tick forever."""
+    import os
+    import subprocess
+    import sys
+
+    write_mixed_arcs(vault, 3)
+    (vault / "brain-feed").mkdir(exist_ok=True)
+    os.mkfifo(vault / "brain-feed/health.jsonl")
+    done = subprocess.run([sys.executable, "-m", "brain", "tick", "--vault", str(vault), "--no-ai", "--json",
+                           "--now", "2026-11-21T12:00:00Z"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    problems = json.loads(done.stdout)["problems"]
+    assert any(p["path"].endswith("health.jsonl") and "health row not written" in p["message"] for p in problems)
+    assert (vault / "brain-feed/health.jsonl").is_fifo()
