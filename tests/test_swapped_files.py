@@ -100,3 +100,19 @@ def test_a_named_pipe_for_health_jsonl_is_reported_and_the_tick_ends(vault: Path
     problems = json.loads(done.stdout)["problems"]
     assert any(p["path"].endswith("health.jsonl") and "health row not written" in p["message"] for p in problems)
     assert (vault / "brain-feed/health.jsonl").is_fifo()
+
+
+@pytest.mark.parametrize(("name", "command"), [("health.jsonl", "health"), ("intent.md", "prompt")])
+def test_commands_that_read_a_feed_file_never_wait_on_a_pipe_there(vault: Path, name: str, command: str) -> None:
+    """``brain health`` reads ``health.jsonl``, ``brain prompt`` (and an AI tick) the last ``intent.md``."""
+    import os
+    import subprocess
+    import sys
+
+    write_mixed_arcs(vault, 3)
+    (vault / "brain-feed").mkdir(exist_ok=True)
+    os.mkfifo(vault / "brain-feed" / name)
+    done = subprocess.run([sys.executable, "-m", "brain", command, "--vault", str(vault)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (vault / "brain-feed" / name).is_fifo()

@@ -32,6 +32,7 @@ from brain.core.model import CLUSTER_ID_RE, parse_text
 from brain.core.redaction import redact, redact_obj
 from brain.core.sections import headings
 from brain.core.vocab import INBOX
+from brain.io.atomic import read_regular
 from brain.search import index
 from brain.search.query import KINDS
 from brain.search.service import Syncer
@@ -194,10 +195,7 @@ class BrainTools:
         health = self.settings.feed_dir / "health.jsonl"
         last: dict[str, Any] | None = None
         try:
-            with health.open("rb") as handle:
-                handle.seek(0, 2)
-                handle.seek(max(0, handle.tell() - 65536))
-                tail = handle.read().decode("utf-8", "replace").strip().splitlines()
+            tail = read_regular(health, 65536, tail=True).decode("utf-8", "replace").strip().splitlines()
             for line in reversed(tail):
                 try:
                     row = json.loads(line)

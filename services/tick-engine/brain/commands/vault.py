@@ -186,8 +186,17 @@ def health(
 
         s = settings_from(vault=vault, brain_feed=brain_feed)
         require_vault(s)
+        from brain.io.atomic import read_regular
+
         path = s.feed_dir / "health.jsonl"
-        rows, bad = read_rows(path)
+        try:
+            text = read_regular(path).decode("utf-8", "replace")
+        except FileNotFoundError:
+            text = ""
+        except OSError as exc:  # a folder or a named pipe in its place: said, never waited on
+            log(f"problem: {path}: unreadable: {exc.strerror or exc}")
+            text = ""
+        rows, bad = read_rows(text)
         for line in bad:
             log(f"problem: {path}:{line}: not a JSON health row; skipped")
         if not rows:

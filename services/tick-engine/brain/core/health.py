@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from html import escape
-from pathlib import Path
 from typing import Any
 
 COLUMNS = (
@@ -21,27 +20,23 @@ COLUMNS = (
 )
 
 
-def read_rows(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
-    """Rows in file order, and the line numbers of lines that are not JSON objects."""
+def read_rows(text: str) -> tuple[list[dict[str, Any]], list[int]]:
+    """The rows of ``health.jsonl``'s text in file order, and the line numbers of lines that are
+    not JSON objects."""
     rows: list[dict[str, Any]] = []
     bad: list[int] = []
-    try:
-        handle = path.open(encoding="utf-8", errors="replace")
-    except OSError:
-        return rows, bad
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                bad.append(number)
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-            else:
-                bad.append(number)
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            bad.append(number)
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad.append(number)
     return rows, bad
 
 

@@ -13,15 +13,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def read_regular(path: str | Path, limit: int = -1) -> bytes:
-    """The bytes of ``path`` (at most ``limit``) when it is a regular file; OSError otherwise. It is
-    opened without blocking and checked before any read, so a named pipe in its place (an editor,
-    a sync tool, a stray ``mkfifo``) is an error at once instead of a wait for a writer forever."""
+def read_regular(path: str | Path, limit: int = -1, *, tail: bool = False) -> bytes:
+    """The bytes of ``path`` (at most ``limit``; its last ``limit`` with ``tail``) when it is a
+    regular file; OSError otherwise. It is opened without blocking and checked before any read, so
+    a named pipe in its place (an editor, a sync tool, a stray ``mkfifo``) is an error at once
+    instead of a wait for a writer forever."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         with os.fdopen(os.dup(fd), "rb") as handle:
+            if tail and limit >= 0:
+                handle.seek(max(0, st.st_size - limit))
             return handle.read(limit)
     finally:
         os.close(fd)

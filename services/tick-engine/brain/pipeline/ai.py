@@ -68,7 +68,7 @@ def _ms(start: float) -> float:
 def previous_intent(feed_dir: Path) -> str | None:
     """The operator intent the last AI tick wrote to ``intent.md`` (None when there is none)."""
     try:
-        text = (feed_dir / "intent.md").read_text(encoding="utf-8", errors="replace")
+        text = read_regular(feed_dir / "intent.md").decode("utf-8", "replace")
     except OSError:
         return None
     try:
