@@ -116,3 +116,36 @@ def test_commands_that_read_a_feed_file_never_wait_on_a_pipe_there(vault: Path, 
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert (vault / "brain-feed" / name).is_fifo()
+
+
+def test_a_folder_where_a_feed_file_goes_is_reported_and_the_rest_is_written(vault: Path) -> None:
+    """The writer replaces the brain's own files whatever they hold, but never a folder an operator
+    (or a sync tool) put there: every tick reports it and writes the rest of the feed."""
+    write_mixed_arcs(vault, 6)
+    (vault / "brain-feed" / "hot-arcs.md").mkdir(parents=True)
+    (vault / "brain-feed" / "hot-arcs.md" / "keep.txt").write_text("mine\n", encoding="utf-8")
+    for now in ("2026-11-21T12:00:00Z", "2026-11-21T14:00:00Z"):
+        code, report = run_tick_json(vault, now=now)
+        assert code == 0, report["problems"]
+        assert any(p["path"] == "brain-feed/hot-arcs.md" and "not a regular file" in p["message"]
+                   for p in report["problems"])
+    assert (vault / "brain-feed" / "hot-arcs.md" / "keep.txt").read_text(encoding="utf-8") == "mine\n"
+    assert (vault / "brain-feed" / "signals.md").is_file()
+
+
+def test_undo_never_removes_a_folder_put_where_the_tick_wrote_a_file(vault: Path) -> None:
+    from typer.testing import CliRunner
+
+    from brain.cli import app
+
+    write_mixed_arcs(vault, 6)
+    code, report = run_tick_json(vault)
+    assert code == 0
+    made = vault / "brain-feed" / "hot-arcs.md"  # the tick created it: undo would remove it
+    made.unlink()
+    made.mkdir()
+    result = CliRunner().invoke(app, ["undo", "--vault", str(vault), "--tick", report["tick_id"], "--force"])
+    assert result.exit_code == 0, result.output
+    assert made.is_dir()
+    assert not (vault / "frontal-lobe/conscious/2026-11-01-lean-000-0123456789ab.md").exists()  # the rest undone
+    assert (vault / "clusters/2026-11-01/2026-11-01-lean-000-0123456789ab.md").is_file()

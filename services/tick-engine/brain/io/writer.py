@@ -452,6 +452,9 @@ def _resolve(
     path = confined(vault, op.path, verified)
     if isinstance(op, WriteFile):
         current, seen = _current(path, op.expect, op.before)
+        if current is None and os.path.lexists(path):  # a folder or a named pipe there: never replaced
+            _conflict(result, op.path, "not a regular file")
+            return None
     else:
         current = _read(path)
     if isinstance(op, DeleteFile):
@@ -793,9 +796,10 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
                 if index in staged:
                     try:
                         _commit_over(staged[index], dst, item.seen, _staged_stat(staged[index]), keep)
-                    except _Raced as exc:  # moved, but the operator's text stays as they saved it
+                    except (_Raced, OSError) as exc:  # moved, but the operator's text stays as they saved it
+                        why = exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
                         result.conflicts.add(op.dst)
-                        result.problems.append(Problem(op.dst, None, f"{exc}; not rewritten, the next tick "
+                        result.problems.append(Problem(op.dst, None, f"{why}; not rewritten, the next tick "
                                                                      "takes it up"))
             elif isinstance(op, DeleteFile):
                 now = _stat_of(os.path.join(root, op.path))
@@ -816,13 +820,13 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
                 else:
                     _commit_over(staged[index], target, None if op.owned else item.seen,
                                  _staged_stat(staged[index]), keep)
-        except _Raced as exc:
+        except (_Raced, OSError) as exc:  # raced, or this one file refused (EACCES, ENOSPC): the run goes on
             with contextlib.suppress(OSError):
                 if index in staged and os.path.lexists(staged[index]):
                     os.unlink(staged[index])
             if journal is not None:
                 journal.skip(path)
-            _conflict(result, path, str(exc))
+            _conflict(result, path, exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc))
             continue
         done.append(item)
     _parallel(fsync_dir, [Path(f) for f in sorted(folders)])
@@ -862,9 +866,16 @@ def journals(vault: Path) -> list[dict[str, Any]]:
     return found
 
 
+#: What :func:`_sha_of` says of a folder or a named pipe where a file was: no image's hash, so
+#: undo never counts it as its file, and never removes or overwrites it, even with ``force``.
+NOT_A_FILE = "not a regular file"
+
+
 def _sha_of(path: Path) -> str | None:
     data = _read(path)
-    return None if data is None else sha1_bytes(data)
+    if data is None:
+        return NOT_A_FILE if os.path.lexists(path) else None
+    return sha1_bytes(data)
 
 
 def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> UndoResult:
@@ -901,6 +912,10 @@ def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> Un
         return result
     images = _before_images(root, manifest["ops"])  # all of them, checked, before any file changes
     for op, before in reversed(list(zip(manifest["ops"], images, strict=True))):
+        blocked = [rel for rel in (op["path"], op.get("dst")) if rel and _sha_of(vault / rel) == NOT_A_FILE]
+        if blocked:  # a folder or a pipe stands there now: left as it is, even with force
+            result.conflicts.extend(rel for rel in blocked if rel not in result.conflicts)
+            continue
         if op["op"] == "move":
             dst, src = vault / op["dst"], vault / op["path"]
             if before is not None:
