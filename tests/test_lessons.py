@@ -42,7 +42,7 @@ from brain.core.arc_text import arc_title, lesson_block, render_new_arc
 from brain.core.grouping import NewArc
 from brain.core.lessons import LessonMiner, is_correction, safe_text
 from brain.core.session import Lesson, Session
-from brain.core.worklog import command_keys, error_signature, identifiers, shell_files
+from brain.core.worklog import WorkLog, command_keys, error_signature, identifiers, shell_files
 from brain.pipeline.extract import extract
 from brain.settings import Settings
 
@@ -162,6 +162,23 @@ def test_file_arguments_of_shell_commands() -> None:
     assert shell_files("sed -n '1,80p' src/app.py && cat README.md Makefile") == ["src/app.py", "README.md", "Makefile"]
     assert shell_files("act --container-architecture linux/amd64 -j test") == []
     assert shell_files("grep -rn foo.bar lib/x.ex") == ["lib/x.ex"]  # the pattern is no file
+
+
+def test_file_arguments_are_read_from_the_folder_the_command_ran_in() -> None:
+    # The shell's folder (a record's cwd after an earlier ``cd``) and a ``cd`` in the line itself.
+    assert shell_files("python3 VOICE_TOGGLE.py status", workdir="/r/agents") == ["/r/agents/VOICE_TOGGLE.py"]
+    assert shell_files("cd /r/agents && bash run.sh x.json", workdir="/r") == ["/r/agents/run.sh", "/r/agents/x.json"]
+    assert shell_files("cd agents; cat ../a.py ./b.py", workdir="/r") == ["/r/a.py", "/r/agents/b.py"]
+    # A folder that cannot be told (a variable, the home folder) leaves the argument as typed.
+    assert shell_files("cd $DIR && cat a.py", workdir="/r") == ["a.py"]
+    assert shell_files("cat ./a.py /etc/x.conf ~/b.md") == ["a.py", "/etc/x.conf", "~/b.md"]
+    assert shell_files("Set-Location C:/x; Get-Content a.py", powershell=True, workdir="C:\\r") == ["C:/x/a.py"]
+    log = WorkLog("s")
+    log.cwd = "/r"
+    log.shell("c1", 1, "python3 VOICE_TOGGLE.py", workdir="/r/agents")
+    log.shell("c2", 2, "cat ./agents/VOICE_TOGGLE.py")
+    log.shell("c3", 3, "cd /tmp && cat > notes.md")
+    assert dict(log.files_read()) == {"agents/VOICE_TOGGLE.py": 2, "/tmp/notes.md": 1}  # one file, counted once
 
 
 def test_error_signatures() -> None:

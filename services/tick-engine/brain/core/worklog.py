@@ -22,6 +22,7 @@ ranked work items a :class:`~brain.core.session.Session` carries:
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 import re
 import shlex
 from collections import Counter
@@ -42,7 +43,7 @@ from brain.core.session import (
     Todo,
 )
 from brain.core.text import error_names, strip_ansi
-from brain.core.workpaths import DRIVE_PATH
+from brain.core.workpaths import ABSOLUTE_PATH, DRIVE_PATH
 
 #: Programs that are plumbing, not the work (FEED-METRIC §2: shell utilities and all of git).
 SHELL_UTILITIES = frozenset(
@@ -214,11 +215,46 @@ def simple_commands(command: str, powershell: bool = False) -> list[list[str]]:
     return out
 
 
-def shell_files(command: str, powershell: bool = False) -> list[str]:
-    """File-like arguments of a shell line (``sed -n 1,80p src/app.py`` reads ``src/app.py``)."""
+#: Programs that change the shell's folder for the rest of a line (``cd agents && ./run.sh``).
+_CHANGE_DIR = frozenset({"cd", "pushd", "chdir", "set-location", "sl"})
+
+
+def _moved(where: str, target: str) -> str:
+    """The folder a ``cd target`` from ``where`` lands in; "" when it cannot be told (no target, a
+    variable, ``-``, the home folder) or ``where`` was not known and ``target`` is relative."""
+    target = target.rstrip("/") or "/"
+    if not target or target.startswith(("$", "-", "~", "%")):
+        return ""
+    if ABSOLUTE_PATH.match(target):
+        return posixpath.normpath(target)
+    return posixpath.normpath(f"{where}/{target}") if where else ""
+
+
+def _in_folder(word: str, where: str) -> str:
+    """A file argument as the path it names: relative to ``where`` (the folder the command ran
+    in) when that is known, ``./`` and ``..`` steps folded (``./run.sh`` is ``run.sh``)."""
+    if word.startswith("~") or ABSOLUTE_PATH.match(word):
+        return word
+    if where:
+        return posixpath.normpath(f"{where}/{word}")
+    folded = posixpath.normpath(word)
+    return word if folded.startswith("..") else folded
+
+
+def shell_files(command: str, powershell: bool = False, workdir: str = "") -> list[str]:
+    """File-like arguments of a shell line (``sed -n 1,80p src/app.py`` reads ``src/app.py``).
+
+    ``workdir``: the folder the line runs in (Claude Code records the shell's folder on every
+    record, Codex gives ``workdir``); a relative argument is then the path from there, and a
+    ``cd`` earlier in the line moves it (``cd agents && python3 run.py`` runs ``<workdir>/agents/run.py``)."""
     found: list[str] = []
+    where = workdir.replace("\\", "/").rstrip("/") if workdir else ""
     for words in simple_commands(command, powershell):
         program = _program(words[0])
+        if program.lower() in _CHANGE_DIR:
+            targets = [w for w in words[1:] if not w.startswith("-") or w == "-"]
+            where = _moved(where, targets[0] if targets else "")
+            continue
         skip_pattern = program in _PATTERN_FIRST
         for word in words[1:]:
             if word.startswith("-"):
@@ -229,7 +265,7 @@ def shell_files(command: str, powershell: bool = False) -> list[str]:
             match = _FILE_ARG.match(word)
             if (match and (_is_file_name(match.group("name")) or match.group("name") in _BARE_FILES)
                     and not word.startswith(("/dev/", "http")) and len(word) <= 300):
-                found.append(word)
+                found.append(_in_folder(word, where))
     return found
 
 
@@ -475,12 +511,13 @@ class WorkLog:
             self._seen(rel)
             self.miner.edit(line, rel, old, new)
 
-    def shell(self, call_id: str, line: int, command: str, powershell: bool = False) -> None:
+    def shell(self, call_id: str, line: int, command: str, powershell: bool = False, workdir: str = "") -> None:
+        """``workdir``: the folder the line runs in, when the log records it (see :func:`shell_files`)."""
         keys = command_keys(command, powershell)
         for key in keys:
             self.commands[key] += 1
             self._seen(key)
-        for path in shell_files(command, powershell):
+        for path in shell_files(command, powershell, workdir):
             self.file_read(path)
         self.miner.shell(line, command)
         if call_id:
