@@ -322,6 +322,17 @@ def test_files_are_repo_relative_and_worktrees_fold_into_the_repo() -> None:
     assert relative_path("x:\\W\\Repo\\src\\a.py", "X:\\w\\repo") == "src/a.py"  # Windows: no case
 
 
+def test_a_powershell_here_string_is_data_not_commands() -> None:
+    # Codex on Windows pipes a script to Python through a here-string (IDAHO-VAULT): its lines
+    # (``for path in paths:``, ``added = sorted(…)``) are no programs, and no files.
+    line = ("@'\nimport csv\n# the column's count\nfor path in paths:\n    compare rows\n"
+            "    print(open(path + '/notes.md').read())\n'@ | python -\nnpm run build")
+    assert command_keys(line, powershell=True) == ["npm run build"]
+    assert shell_files(line, powershell=True) == []
+    assert command_keys('$body = @"\nfor x in y\n"@; uv run pytest', powershell=True) == ["uv run pytest"]
+    assert command_keys("@'\ncut short\nfor x in y", powershell=True) == []  # its end past the cut
+
+
 def test_claude_code_spill_files_are_not_project_files() -> None:
     from brain.core.worklog import WorkLog
 

@@ -165,14 +165,23 @@ def windows_paths(command: str, powershell: bool = False) -> str:
     return command.replace("\\", "/") if powershell else _PATH_BACKSLASH.sub("/", command)
 
 
+#: A PowerShell here-string: ``@'`` or ``@"`` ends its line, ``'@`` or ``"@`` starts the closing one
+#: (one cut at 4 000 characters runs to the end). Its lines are data, never commands.
+_HERE_STRING = re.compile(r"@(['\"])[ \t]*\r?\n(?:.*?\r?\n\1@|.*\Z)", re.DOTALL)
+
+
 def simple_commands(command: str, powershell: bool = False) -> list[list[str]]:
     """The words of each simple command in a shell line, split on unquoted ``; && || | & \\n $( `;``
-    a heredoc body (after an unquoted ``<<``) and redirections are left out. Backslashes in Windows
-    paths are ``/`` (``powershell``: every backslash)."""
+    a heredoc body (after an unquoted ``<<``), a PowerShell here-string's (``@'`` … ``'@``: a script
+    piped to ``python -``) and redirections are left out. Backslashes in Windows paths are ``/``
+    (``powershell``: every backslash)."""
     parts: list[str] = []
     current: list[str] = []
     quote = ""
-    text = windows_paths(command[:4000], powershell)
+    text = command[:4000]
+    if powershell and "@" in text:
+        text = _HERE_STRING.sub(lambda found: found.group(1) * 2, text)
+    text = windows_paths(text, powershell)
     index = 0
     while index < len(text):
         char = text[index]
