@@ -778,3 +778,19 @@ def test_a_recap_older_than_the_agents_last_text_does_not_replace_it(tmp_path: P
     log.write(tmp_path / "projects")
     assert by_id(run(tmp_path / "projects"))[SID].last_state == "On it."
 
+
+def test_a_prompt_typed_while_the_agent_worked_is_a_human_turn(tmp_path: Path) -> None:
+    """2.1.x delivers a prompt typed while the agent was busy as an ``attachment`` of type
+    ``queued_command`` when it leaves the queue (IDAHO-VAULT), not as a user record: it is the
+    operator's turn (its identifiers, the last prompt); a ``!`` shell line typed there is not."""
+    from tests.eval_logs import SessionLog
+    log = SessionLog(SID, "/w/vault", "2026-04-13T23:50").prompt("sort the inbox notes")
+    for mode, text in (("prompt", "then check `swarm.json` too"), ("bash", "ls -la"), ("prompt", "<system-reminder>x</system-reminder>")):
+        log.records.append({"type": "attachment", "uuid": f"q-{mode}-{len(log.records)}", "sessionId": SID,
+                            "cwd": "/w/vault", "timestamp": log._stamp(),
+                            "attachment": {"type": "queued_command", "prompt": text, "commandMode": mode}})
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert session.user_turns == 2
+    assert session.last_prompt == "then check `swarm.json` too"
+    assert "swarm.json" in session.identifiers

@@ -370,6 +370,12 @@ class _MainSession:
         if not isinstance(attachment, dict) or record.get("isSidechain") is True:
             return
         kind = attachment.get("type")
+        if kind == "queued_command":
+            # A prompt typed while the agent worked, delivered when it was taken from the queue
+            # (2.1.x): the operator's turn like any other; a ``!`` shell line typed there is not.
+            if attachment.get("commandMode") in (None, "prompt"):
+                self._prompt(record, line, *prompt_text(attachment.get("prompt")))
+            return
         if not isinstance(kind, str) or kind not in _ATTACHED_FILES:
             return
         path = attachment.get("filename")
