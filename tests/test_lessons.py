@@ -173,6 +173,11 @@ def test_file_arguments_are_read_from_the_folder_the_command_ran_in() -> None:
     assert shell_files("cd $DIR && cat a.py", workdir="/r") == ["a.py"]
     assert shell_files("cat ./a.py /etc/x.conf ~/b.md") == ["a.py", "/etc/x.conf", "~/b.md"]
     assert shell_files("Set-Location C:/x; Get-Content a.py", powershell=True, workdir="C:\\r") == ["C:/x/a.py"]
+    # Git Bash on Windows names a drive /c/; a bare cd goes home (unknown); cd / is the root.
+    assert shell_files("cd /c/w/repo/sub && cat a.py /c/w/repo/b.py", workdir="C:/w/repo") == \
+        ["C:/w/repo/sub/a.py", "C:/w/repo/b.py"]
+    assert shell_files("cd && cat a.py", workdir="/r") == ["a.py"]
+    assert shell_files("cd / && cat a.py", workdir="/r") == ["/a.py"]
     log = WorkLog("s")
     log.cwd = "/r"
     log.shell("c1", 1, "python3 VOICE_TOGGLE.py", workdir="/r/agents")

@@ -228,24 +228,37 @@ def simple_commands(command: str, powershell: bool = False) -> list[list[str]]:
 _CHANGE_DIR = frozenset({"cd", "pushd", "chdir", "set-location", "sl"})
 
 
+#: Git Bash's name for a drive (``/c/Users/…`` is ``C:/Users/…``).
+_MSYS_DRIVE = re.compile(r"^/([A-Za-z])(?=/|$)")
+
+
+def _on_drive(path: str, where: str) -> str:
+    """``path`` with Git Bash's drive prefix as the drive, where the shell works on a Windows drive."""
+    return _MSYS_DRIVE.sub(lambda found: f"{found.group(1).upper()}:", path) if DRIVE_PATH.match(where) else path
+
+
 def _moved(where: str, target: str) -> str:
     """The folder a ``cd target`` from ``where`` lands in; "" when it cannot be told (no target, a
     variable, ``-``, the home folder) or ``where`` was not known and ``target`` is relative."""
-    target = target.rstrip("/") or "/"
     if not target or target.startswith(("$", "-", "~", "%")):
         return ""
+    target = _on_drive(target, where).rstrip("/") or "/"
+    if DRIVE_PATH.match(target + "/"):
+        target += "/"  # ``C:`` alone is the drive's root here
     if ABSOLUTE_PATH.match(target):
         return posixpath.normpath(target)
-    return posixpath.normpath(f"{where}/{target}") if where else ""
+    return posixpath.normpath(posixpath.join(where, target)) if where else ""
 
 
 def _in_folder(word: str, where: str) -> str:
     """A file argument as the path it names: relative to ``where`` (the folder the command ran
     in) when that is known, ``./`` and ``..`` steps folded (``./run.sh`` is ``run.sh``)."""
-    if word.startswith("~") or ABSOLUTE_PATH.match(word):
+    if word.startswith("~"):
         return word
+    if ABSOLUTE_PATH.match(word):
+        return _on_drive(word, where)
     if where:
-        return posixpath.normpath(f"{where}/{word}")
+        return posixpath.normpath(posixpath.join(where, word))
     folded = posixpath.normpath(word)
     return word if folded.startswith("..") else folded
 
