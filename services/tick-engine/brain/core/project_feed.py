@@ -517,11 +517,13 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
         listed.update(files)
     commands = shared_first([ranked((pa.arc.commands for pa in arcs), RECENT_WORK_COMMANDS)
                              for arcs in per_project.values()], RECENT_WORK_COMMANDS)
-    if commands:
-        feed.items.append(FeedItem(f"- Commands lately: {code_list(feed_text(c, 80) for c in commands)}", RANK_RECENT))
     errors = shared_first([error_names(arcs) for arcs in per_project.values()], MAX_ERROR_NAMES)
-    if errors:
-        feed.items.append(FeedItem(f"- Errors lately: {code_list(errors)}", RANK_RECENT))
+    # One line, as a project file's (:func:`work_line`): what was run, then what failed.
+    parts = [f"{label}: {code_list(found)}" for label, found in (
+        ("Commands lately", [feed_text(c, 80) for c in commands]), ("errors lately", errors)) if found]
+    if parts:
+        line = "; ".join(parts)
+        feed.items.append(FeedItem(f"- {line[0].upper()}{line[1:]}", RANK_RECENT))
     return feed
 
 
