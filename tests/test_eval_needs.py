@@ -89,6 +89,8 @@ def test_shell_commands_are_program_and_subcommand() -> None:
     assert parse_shell('python3 -c "\nimport tarfile\n"') == ([], [])
     assert parse_shell("python -m pytest") == (["python -m pytest"], [])
     assert parse_shell('bash -lc "mix test test/foo_test.exs"') == (["mix test"], ["test/foo_test.exs"])
+    # the shell's own built-ins run no program, like set and export (a loop's preamble, vps-system)
+    assert parse_shell("trap 'release_lock $ID' EXIT; local n=2; pushd web && pnpm build; popd") == (["pnpm build"], [])
 
 
 def test_a_background_shells_notification_is_no_human_prompt() -> None:

@@ -42,7 +42,7 @@ from brain.core.arc_text import arc_title, lesson_block, render_new_arc
 from brain.core.grouping import NewArc
 from brain.core.lessons import LessonMiner, is_correction, safe_text
 from brain.core.session import Lesson, Session
-from brain.core.worklog import command_keys, error_signature, identifiers, shell_files
+from brain.core.worklog import WorkLog, command_keys, error_signature, identifiers, shell_files
 from brain.pipeline.extract import extract
 from brain.settings import Settings
 
@@ -162,6 +162,28 @@ def test_file_arguments_of_shell_commands() -> None:
     assert shell_files("sed -n '1,80p' src/app.py && cat README.md Makefile") == ["src/app.py", "README.md", "Makefile"]
     assert shell_files("act --container-architecture linux/amd64 -j test") == []
     assert shell_files("grep -rn foo.bar lib/x.ex") == ["lib/x.ex"]  # the pattern is no file
+
+
+def test_file_arguments_are_read_from_the_folder_the_command_ran_in() -> None:
+    # The shell's folder (a record's cwd after an earlier ``cd``) and a ``cd`` in the line itself.
+    assert shell_files("python3 VOICE_TOGGLE.py status", workdir="/r/agents") == ["/r/agents/VOICE_TOGGLE.py"]
+    assert shell_files("cd /r/agents && bash run.sh x.json", workdir="/r") == ["/r/agents/run.sh", "/r/agents/x.json"]
+    assert shell_files("cd agents; cat ../a.py ./b.py", workdir="/r") == ["/r/a.py", "/r/agents/b.py"]
+    # A folder that cannot be told (a variable, the home folder) leaves the argument as typed.
+    assert shell_files("cd $DIR && cat a.py", workdir="/r") == ["a.py"]
+    assert shell_files("cat ./a.py /etc/x.conf ~/b.md") == ["a.py", "/etc/x.conf", "~/b.md"]
+    assert shell_files("Set-Location C:/x; Get-Content a.py", powershell=True, workdir="C:\\r") == ["C:/x/a.py"]
+    # Git Bash on Windows names a drive /c/; a bare cd goes home (unknown); cd / is the root.
+    assert shell_files("cd /c/w/repo/sub && cat a.py /c/w/repo/b.py", workdir="C:/w/repo") == \
+        ["C:/w/repo/sub/a.py", "C:/w/repo/b.py"]
+    assert shell_files("cd && cat a.py", workdir="/r") == ["a.py"]
+    assert shell_files("cd / && cat a.py", workdir="/r") == ["/a.py"]
+    log = WorkLog("s")
+    log.cwd = "/r"
+    log.shell("c1", 1, "python3 VOICE_TOGGLE.py", workdir="/r/agents")
+    log.shell("c2", 2, "cat ./agents/VOICE_TOGGLE.py")
+    log.shell("c3", 3, "cd /tmp && cat > notes.md")
+    assert dict(log.files_read()) == {"agents/VOICE_TOGGLE.py": 2, "/tmp/notes.md": 1}  # one file, counted once
 
 
 def test_error_signatures() -> None:
@@ -303,6 +325,17 @@ def test_files_are_repo_relative_and_worktrees_fold_into_the_repo() -> None:
     assert relative_path("C:\\w\\repo\\src\\a.py", "C:\\w\\repo") == "src/a.py"
     assert relative_path("/elsewhere/b.py", "/x/repo") == "/elsewhere/b.py"
     assert relative_path("x:\\W\\Repo\\src\\a.py", "X:\\w\\repo") == "src/a.py"  # Windows: no case
+
+
+def test_a_powershell_here_string_is_data_not_commands() -> None:
+    # Codex on Windows pipes a script to Python through a here-string (IDAHO-VAULT): its lines
+    # (``for path in paths:``, ``added = sorted(…)``) are no programs, and no files.
+    line = ("@'\nimport csv\n# the column's count\nfor path in paths:\n    compare rows\n"
+            "    print(open(path + '/notes.md').read())\n'@ | python -\nnpm run build")
+    assert command_keys(line, powershell=True) == ["npm run build"]
+    assert shell_files(line, powershell=True) == []
+    assert command_keys('$body = @"\nfor x in y\n"@; uv run pytest', powershell=True) == ["uv run pytest"]
+    assert command_keys("@'\ncut short\nfor x in y", powershell=True) == []  # its end past the cut
 
 
 def test_claude_code_spill_files_are_not_project_files() -> None:

@@ -177,6 +177,33 @@ def test_used_here_lists_the_projects_own_files_before_installed_dependencies_ac
         "- Files: `lib/spotter/transcripts/session.ex`, `mix.exs`, `deps/opentelemetry_api/src/otel_span.erl`"]
 
 
+def test_a_project_of_many_files_lists_ninety_when_they_fit_the_budget_else_sixty() -> None:
+    """IDAHO-VAULT (a notes vault, hundreds of notes): the latest arcs' sixty files left out most of
+    what the next sessions read again; ninety fit its budget. A file that would fill more than three
+    quarters of its budget with ninety keeps sixty, so the longer list never pushes the commands out,
+    here or in the hook (my-claude: the hook's cut took a near-budget feed's commands line)."""
+    from dataclasses import replace as with_
+
+    latest = arc_note("2026-11-21-b-0123456789e1", title="Sort the inbox", files=["inbox/a.md"])
+    older = [arc_note(f"2026-11-{10 + i}-a-0123456789e{i + 2}", title=f"Notes {i}", created=f"2026-11-{10 + i}T09:00:00Z",
+                      last_active=f"2026-11-{10 + i}T10:00:00Z", files=[f"notes/{i}/n{j}.md" for j in range(30)],
+                      commands=[f"tool{i} run"]) for i in range(4)]
+    notes = [latest, *older]
+
+    def files_listed(budget: int) -> tuple[int, str]:
+        s = with_(Settings(), feed_token_budget=budget)
+        decisions = keeper.decide(notes, NOW, s)
+        built = feed.build_feed(feed.FeedInputs(notes=tuple(notes), decisions=decisions.arcs, now=NOW, settings=s))
+        text = next(f.render() for f in built.files if f.name == "projects/alpha.md")
+        [line] = lines_starting(text, "- Files:")
+        return line.count("`") // 2, text
+
+    count, text = files_listed(2000)
+    assert count == 90 and "`tool0 run`" in text
+    count, text = files_listed(600)  # ninety (504 tokens) would fill more than 450: sixty, the commands stay
+    assert count == 60 and "`tool0 run`" in text
+
+
 def test_an_older_arcs_commands_keep_a_place_beside_the_latest_arcs_fifteen() -> None:
     """spotter (real logs): the latest arc's 15 commands filled the list of 14, and the next session
     ran the older arc's mix ash.codegen and mix ecto.migrate again without the feed naming them."""

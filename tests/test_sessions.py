@@ -330,6 +330,35 @@ def test_a_session_that_cd_into_a_sub_folder_belongs_to_where_it_started(tmp_pat
     assert by_id(run(other.parent))[SID].cwd == "/work/other"  # no folder holds the other: the most frequent
 
 
+def test_a_command_run_after_cd_names_its_files_from_the_shell_folder(tmp_path: Path) -> None:
+    # Claude Code records the shell's folder on every record: after ``cd agents``, ``python3 run.py``
+    # runs agents/run.py, one file with the agents/run.py another call named.
+    folder = project_dir(tmp_path)
+    calls = [("/work/demo-app", "cd /work/demo-app/agents && ./start.sh"),
+             ("/work/demo-app/agents", "python3 run.py --check config.json"),
+             ("/work/demo-app", "git add agents/run.py")]
+    records: list[dict[str, Any]] = [user("u1", "start the agents", "2026-05-01T10:00:00.000Z")]
+    for index, (cwd, command) in enumerate(calls, 1):
+        call = assistant(f"a{index}", f"m{index}", f"2026-05-01T10:0{index}:00.000Z", "Bash")
+        call["message"]["content"][1]["input"] = {"command": command}
+        records.append({**call, "cwd": cwd})
+    (folder / f"{SID}.jsonl").write_bytes(b"".join(line(r) for r in records))
+    session = by_id(run(folder.parent))[SID]
+    assert dict(session.files_read) == {"agents/run.py": 2, "agents/config.json": 1}
+    # Codex names the folder of a call in its arguments (``workdir``).
+    day = tmp_path / "codex" / "2026" / "05" / "01"
+    day.mkdir(parents=True)
+    sid = "019d781a-be34-7041-abb1-577f9360b908"
+    lines = [{"timestamp": "2026-05-01T10:00:00.000Z", "type": "session_meta", "payload": {"id": sid, "cwd": "/work/app"}},
+             {"timestamp": "2026-05-01T10:00:01.000Z", "type": "response_item",
+              "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "check it"}]}},
+             {"timestamp": "2026-05-01T10:00:02.000Z", "type": "response_item",
+              "payload": {"type": "function_call", "name": "exec_command", "call_id": "c1",
+                          "arguments": json.dumps({"cmd": "sed -n 1,20p main.go", "workdir": "/work/app/cmd/api"})}}]
+    (day / f"rollout-2026-05-01T10-00-00-{sid}.jsonl").write_bytes(b"".join(line(r) for r in lines))
+    assert dict(by_id(run(codex=day.parents[2]))[sid].files_read) == {"cmd/api/main.go": 1}
+
+
 def test_zed_acp_tools_are_read_as_the_tools_they_stand_for(tmp_path: Path) -> None:
     from tests.test_eval_needs import zed_log
 
@@ -748,3 +777,20 @@ def test_a_recap_older_than_the_agents_last_text_does_not_replace_it(tmp_path: P
     log.prompt("now carol")  # the agent answers "On it." after the recap
     log.write(tmp_path / "projects")
     assert by_id(run(tmp_path / "projects"))[SID].last_state == "On it."
+
+
+def test_a_prompt_typed_while_the_agent_worked_is_a_human_turn(tmp_path: Path) -> None:
+    """2.1.x delivers a prompt typed while the agent was busy as an ``attachment`` of type
+    ``queued_command`` when it leaves the queue (IDAHO-VAULT), not as a user record: it is the
+    operator's turn (its identifiers, the last prompt); a ``!`` shell line typed there is not."""
+    from tests.eval_logs import SessionLog
+    log = SessionLog(SID, "/w/vault", "2026-04-13T23:50").prompt("sort the inbox notes")
+    for mode, text in (("prompt", "then check `swarm.json` too"), ("bash", "ls -la"), ("prompt", "<system-reminder>x</system-reminder>")):
+        log.records.append({"type": "attachment", "uuid": f"q-{mode}-{len(log.records)}", "sessionId": SID,
+                            "cwd": "/w/vault", "timestamp": log._stamp(),
+                            "attachment": {"type": "queued_command", "prompt": text, "commandMode": mode}})
+    log.write(tmp_path / "projects")
+    session = by_id(run(tmp_path / "projects"))[SID]
+    assert session.user_turns == 2
+    assert session.last_prompt == "then check `swarm.json` too"
+    assert "swarm.json" in session.identifiers

@@ -54,6 +54,18 @@ def test_error_names_are_classes_errno_names_and_codes_not_shouted_words() -> No
     assert error_names(node) == ["ERR_PNPM_NO_SCRIPT", "ERR_MODULE_NOT_FOUND"]
 
 
+def test_a_missing_program_or_module_is_named_with_what_is_missing() -> None:
+    # The next session on the machine meets it again: which program, which module, in one form
+    # whichever shell said it (bash's "gh: command not found", zsh's "command not found: go").
+    from brain.core.text import error_names
+
+    assert error_names("/bin/bash: line 1: gh: command not found") == ["command not found: gh"]
+    assert error_names("zsh:1: command not found: go") == ["command not found: go"]
+    text = "Traceback …\nModuleNotFoundError: No module named 'psycopg2.extras'."
+    assert error_names(text) == ["ModuleNotFoundError", "No module named psycopg2.extras"]
+    assert error_names("the page was not found; no module loaded") == []
+
+
 @given(st.lists(st.text(alphabet="abcXYZ019_.- ", min_size=1, max_size=12), min_size=1, max_size=12),
        st.integers(min_value=2, max_value=90), st.sampled_from(["/", "\\"]))
 @settings(max_examples=300)

@@ -32,6 +32,7 @@ import bisect
 import functools
 import hashlib
 import json
+import math
 import re
 import sys
 import time
@@ -70,7 +71,11 @@ PRIORITY = 50
 RECENT_ARCS = 1
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
-MAX_FILES = 60
+#: Files the "used here" line lists: up to :data:`MAX_FILES` when the file stays within
+#: :data:`ROOMY_SHARE` of its budget with them (a project of many files, a notes vault, needs more
+#: than the latest arcs' few), else :data:`TIGHT_FILES`: a longer list never pushes the commands or
+#: the lessons out, here or in the hook, which adds a session that just ended and title lines.
+MAX_FILES, TIGHT_FILES, ROOMY_SHARE = 90, 60, 0.75
 #: Commands a project feed lists: what two arcs keep (15 each) and more, so an older arc's still get a
 #: place (an operator who ran `csrutil status` once last week runs it again).
 MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS, MAX_ERROR_NAMES = 40, 20, 6, 10
@@ -517,11 +522,13 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
         listed.update(files)
     commands = shared_first([ranked((pa.arc.commands for pa in arcs), RECENT_WORK_COMMANDS)
                              for arcs in per_project.values()], RECENT_WORK_COMMANDS)
-    if commands:
-        feed.items.append(FeedItem(f"- Commands lately: {code_list(feed_text(c, 80) for c in commands)}", RANK_RECENT))
     errors = shared_first([error_names(arcs) for arcs in per_project.values()], MAX_ERROR_NAMES)
-    if errors:
-        feed.items.append(FeedItem(f"- Errors lately: {code_list(errors)}", RANK_RECENT))
+    # One line, as a project file's (:func:`work_line`): what was run, then what failed.
+    parts = [f"{label}: {code_list(found)}" for label, found in (
+        ("Commands lately", [feed_text(c, 80) for c in commands]), ("errors lately", errors)) if found]
+    if parts:
+        line = "; ".join(parts)
+        feed.items.append(FeedItem(f"- {line[0].upper()}{line[1:]}", RANK_RECENT))
     return feed
 
 
@@ -608,7 +615,7 @@ def said(item: str, shown: str) -> bool:
     return bool(key) and f" {key} " in shown
 
 
-def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[FeedItem]:
+def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = (), max_files: int = MAX_FILES) -> list[FeedItem]:
     """Files, then commands, identifiers and errors of the recent arcs, ranked, on two lines
     (a line that names many things rather than many lines that each name a few); an
     identifier the files or commands already name (``index.html`` beside
@@ -618,8 +625,8 @@ def used_here(arcs: list[ProjectArc], above: Sequence[FeedItem] = ()) -> list[Fe
     shown = set(files_in_play(arcs[0].arc)) if arcs else set()
     # Ranked over the arcs, then the project's own files before installed dependencies (as in
     # each arc): a library's sources read in the latest arc do not push out an older arc's modules.
-    every = ranked((pa.arc.files for pa in window), MAX_FILES * len(window))
-    files = own_files_first(f for f in every if f not in shown and not f.startswith(SCRATCH_PREFIXES))[:MAX_FILES]
+    every = ranked((pa.arc.files for pa in window), max_files * len(window))
+    files = own_files_first(f for f in every if f not in shown and not f.startswith(SCRATCH_PREFIXES))[:max_files]
     if files:
         items.append(FeedItem(f"- Files: {code_list(feed_path(f, 100) for f in files)}", RANK_FILES, section=USED))
     commands = ranked((pa.arc.commands for pa in window), MAX_COMMANDS)
@@ -694,6 +701,8 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
     rows, on_rows = recent_work(worked, learned)
     above = [*handoff(project, arcs), *signal_items, *rows, *lessons(arcs, learned, on_rows)]
     feed.items = [*above, *used_here(worked, above), *inject_items]
+    if math.ceil(len(feed.render()) / 4) > s.feed_token_budget * ROOMY_SHARE:
+        feed.items = [*above, *used_here(worked, above, TIGHT_FILES), *inject_items]
     fit_budget([feed], 0, s.feed_token_budget)
     return feed
 

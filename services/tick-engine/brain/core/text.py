@@ -120,7 +120,23 @@ ERROR_NAME = re.compile(
 _ERRNO_NAMES = frozenset(errno.errorcode.values())
 
 
+#: What the machine lacks, named in the shells' and Python's own words: a program (bash's
+#: ``gh: command not found``, zsh's ``command not found: gh``) or a module (``No module named 'yaml'``).
+#: The next session on the machine meets it again; its class (``ModuleNotFoundError``) does not say which.
+_MISSING = re.compile(r"([\w.+-]{1,50}): command not found(?!:)|command not found: ([\w.+-]{1,50})"
+                      r"|No module named ['\"]?([\w.]{1,60})")
+
+
 def error_names(text: str) -> list[str]:
-    """The error names ``text`` mentions, in order (repeats kept: callers count them)."""
-    return [name for name in ERROR_NAME.findall(text)
-            if not (name[0] == "E" and name.isupper() and name.isalpha()) or name in _ERRNO_NAMES]
+    """The error names ``text`` mentions, in order (repeats kept: callers count them): classes,
+    errno names and codes (:data:`ERROR_NAME`), and a missing program or module
+    (``command not found: gh``, ``No module named yaml``)."""
+    found = [(match.start(), match.group()) for match in ERROR_NAME.finditer(text)
+             if not ((name := match.group())[0] == "E" and name.isupper() and name.isalpha()) or name in _ERRNO_NAMES]
+    if "not found" in text or "No module" in text:
+        for match in _MISSING.finditer(text):
+            program = match.group(1) or match.group(2)
+            found.append((match.start(), f"command not found: {program}" if program
+                          else f"No module named {match.group(3).rstrip('.')}"))
+        found.sort(key=lambda pair: pair[0])
+    return [name for _, name in found]

@@ -22,6 +22,7 @@ ranked work items a :class:`~brain.core.session.Session` carries:
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 import re
 import shlex
 from collections import Counter
@@ -42,7 +43,7 @@ from brain.core.session import (
     Todo,
 )
 from brain.core.text import error_names, strip_ansi
-from brain.core.workpaths import DRIVE_PATH
+from brain.core.workpaths import ABSOLUTE_PATH, DRIVE_PATH
 
 #: Programs that are plumbing, not the work (FEED-METRIC §2: shell utilities and all of git).
 SHELL_UTILITIES = frozenset(
@@ -164,14 +165,23 @@ def windows_paths(command: str, powershell: bool = False) -> str:
     return command.replace("\\", "/") if powershell else _PATH_BACKSLASH.sub("/", command)
 
 
+#: A PowerShell here-string: ``@'`` or ``@"`` ends its line, ``'@`` or ``"@`` starts the closing one
+#: (one cut at 4 000 characters runs to the end). Its lines are data, never commands.
+_HERE_STRING = re.compile(r"@(['\"])[ \t]*\r?\n(?:.*?\r?\n\1@|.*\Z)", re.DOTALL)
+
+
 def simple_commands(command: str, powershell: bool = False) -> list[list[str]]:
     """The words of each simple command in a shell line, split on unquoted ``; && || | & \\n $( `;``
-    a heredoc body (after an unquoted ``<<``) and redirections are left out. Backslashes in Windows
-    paths are ``/`` (``powershell``: every backslash)."""
+    a heredoc body (after an unquoted ``<<``), a PowerShell here-string's (``@'`` … ``'@``: a script
+    piped to ``python -``) and redirections are left out. Backslashes in Windows paths are ``/``
+    (``powershell``: every backslash)."""
     parts: list[str] = []
     current: list[str] = []
     quote = ""
-    text = windows_paths(command[:4000], powershell)
+    text = command[:4000]
+    if powershell and "@" in text:
+        text = _HERE_STRING.sub(lambda found: found.group(1) * 2, text)
+    text = windows_paths(text, powershell)
     index = 0
     while index < len(text):
         char = text[index]
@@ -214,11 +224,59 @@ def simple_commands(command: str, powershell: bool = False) -> list[list[str]]:
     return out
 
 
-def shell_files(command: str, powershell: bool = False) -> list[str]:
-    """File-like arguments of a shell line (``sed -n 1,80p src/app.py`` reads ``src/app.py``)."""
+#: Programs that change the shell's folder for the rest of a line (``cd agents && ./run.sh``).
+_CHANGE_DIR = frozenset({"cd", "pushd", "chdir", "set-location", "sl"})
+
+
+#: Git Bash's name for a drive (``/c/Users/…`` is ``C:/Users/…``).
+_MSYS_DRIVE = re.compile(r"^/([A-Za-z])(?=/|$)")
+
+
+def _on_drive(path: str, where: str) -> str:
+    """``path`` with Git Bash's drive prefix as the drive, where the shell works on a Windows drive."""
+    return _MSYS_DRIVE.sub(lambda found: f"{found.group(1).upper()}:", path) if DRIVE_PATH.match(where) else path
+
+
+def _moved(where: str, target: str) -> str:
+    """The folder a ``cd target`` from ``where`` lands in; "" when it cannot be told (no target, a
+    variable, ``-``, the home folder) or ``where`` was not known and ``target`` is relative."""
+    if not target or target.startswith(("$", "-", "~", "%")):
+        return ""
+    target = _on_drive(target, where).rstrip("/") or "/"
+    if DRIVE_PATH.match(target + "/"):
+        target += "/"  # ``C:`` alone is the drive's root here
+    if ABSOLUTE_PATH.match(target):
+        return posixpath.normpath(target)
+    return posixpath.normpath(posixpath.join(where, target)) if where else ""
+
+
+def _in_folder(word: str, where: str) -> str:
+    """A file argument as the path it names: relative to ``where`` (the folder the command ran
+    in) when that is known, ``./`` and ``..`` steps folded (``./run.sh`` is ``run.sh``)."""
+    if word.startswith("~"):
+        return word
+    if ABSOLUTE_PATH.match(word):
+        return _on_drive(word, where)
+    if where:
+        return posixpath.normpath(posixpath.join(where, word))
+    folded = posixpath.normpath(word)
+    return word if folded.startswith("..") else folded
+
+
+def shell_files(command: str, powershell: bool = False, workdir: str = "") -> list[str]:
+    """File-like arguments of a shell line (``sed -n 1,80p src/app.py`` reads ``src/app.py``).
+
+    ``workdir``: the folder the line runs in (Claude Code records the shell's folder on every
+    record, Codex gives ``workdir``); a relative argument is then the path from there, and a
+    ``cd`` earlier in the line moves it (``cd agents && python3 run.py`` runs ``<workdir>/agents/run.py``)."""
     found: list[str] = []
+    where = workdir.replace("\\", "/").rstrip("/") if workdir else ""
     for words in simple_commands(command, powershell):
         program = _program(words[0])
+        if program.lower() in _CHANGE_DIR:
+            targets = [w for w in words[1:] if not w.startswith("-") or w == "-"]
+            where = _moved(where, targets[0] if targets else "")
+            continue
         skip_pattern = program in _PATTERN_FIRST
         for word in words[1:]:
             if word.startswith("-"):
@@ -229,7 +287,7 @@ def shell_files(command: str, powershell: bool = False) -> list[str]:
             match = _FILE_ARG.match(word)
             if (match and (_is_file_name(match.group("name")) or match.group("name") in _BARE_FILES)
                     and not word.startswith(("/dev/", "http")) and len(word) <= 300):
-                found.append(word)
+                found.append(_in_folder(word, where))
     return found
 
 
@@ -475,12 +533,13 @@ class WorkLog:
             self._seen(rel)
             self.miner.edit(line, rel, old, new)
 
-    def shell(self, call_id: str, line: int, command: str, powershell: bool = False) -> None:
+    def shell(self, call_id: str, line: int, command: str, powershell: bool = False, workdir: str = "") -> None:
+        """``workdir``: the folder the line runs in, when the log records it (see :func:`shell_files`)."""
         keys = command_keys(command, powershell)
         for key in keys:
             self.commands[key] += 1
             self._seen(key)
-        for path in shell_files(command, powershell):
+        for path in shell_files(command, powershell, workdir):
             self.file_read(path)
         self.miner.shell(line, command)
         if call_id:

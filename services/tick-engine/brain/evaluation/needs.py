@@ -218,6 +218,9 @@ SHELL_UTILITIES = _words(
     "readlink tar gzip gunzip zip unzip open clear history exit wait jobs bg fg nl od xxd hexdump "
     "strings column paste join comm split tac rev fold fmt seq yes watch lsof tree bat jq yq "
     "sh bash zsh dash fish sudo time nohup exec builtin nice timeout curl wget ssh scp rsync "
+    # the shell's own built-ins and keywords, like set, export and read above: no program runs
+    "trap eval local declare typeset readonly shift return break continue let shopt ulimit umask "
+    "pushd popd hash getopts "
     "git"
 )
 #: Windows plumbing: cmd and PowerShell built-ins and aliases (the Windows ls, grep, cat and shells).

@@ -219,7 +219,10 @@ class _Figures:
     errors: int = 0
     files: dict[str, None] = field(default_factory=dict)
 
-    def tool_use(self, block: dict[str, Any], cwd: str, work: WorkLog, line: int) -> None:
+    def tool_use(self, block: dict[str, Any], cwd: str, work: WorkLog, line: int, shell_cwd: str = "") -> None:
+        """``cwd``: the session's folder, which paths are made relative to; ``shell_cwd``: the
+        folder the record says the shell was in (after a ``cd``), where a command's relative
+        file arguments are."""
         name = block.get("name")
         self.tool_calls += 1
         if not isinstance(name, str) or not name:
@@ -250,7 +253,7 @@ class _Figures:
                 work.tool(call_id, line, name, path)
             return
         if name in _SHELL_TOOLS and isinstance(data.get("command"), str):
-            work.shell(call_id, line, data["command"], powershell=name == "PowerShell")
+            work.shell(call_id, line, data["command"], powershell=name == "PowerShell", workdir=shell_cwd or cwd)
             return
         if name == "TodoWrite" and isinstance(data.get("todos"), list):
             items = [(t.get("status") if t.get("status") in _TODO_STATUSES else "pending", t.get("content"))
@@ -328,7 +331,7 @@ class _MainSession:
                 self.titles[kind] = title[:1000]
             return
         if kind == "attachment":
-            self._attachment(record)
+            self._attachment(record, line)
             return
         if kind not in ("user", "assistant", "system"):
             return  # summary, file-history-snapshot, queue-operation, unknown: metadata
@@ -362,11 +365,17 @@ class _MainSession:
         else:
             self._user(record, message, sidechain, line)
 
-    def _attachment(self, record: dict[str, Any]) -> None:
+    def _attachment(self, record: dict[str, Any], line: int) -> None:
         attachment = record.get("attachment")
         if not isinstance(attachment, dict) or record.get("isSidechain") is True:
             return
         kind = attachment.get("type")
+        if kind == "queued_command":
+            # A prompt typed while the agent worked, delivered when it was taken from the queue
+            # (2.1.x): the operator's turn like any other; a ``!`` shell line typed there is not.
+            if attachment.get("commandMode") in (None, "prompt"):
+                self._prompt(record, line, *prompt_text(attachment.get("prompt")))
+            return
         if not isinstance(kind, str) or kind not in _ATTACHED_FILES:
             return
         path = attachment.get("filename")
@@ -385,7 +394,9 @@ class _MainSession:
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "tool_use":
-                    self.figures.tool_use(block, self.cwd, self.work, line)
+                    shell_cwd = record.get("cwd")
+                    self.figures.tool_use(block, self.cwd, self.work, line,
+                                          shell_cwd if isinstance(shell_cwd, str) else "")
                 elif (block.get("type") == "text" and not sidechain and isinstance(block.get("text"), str)
                       and block["text"].strip()):
                     self.last_text = block["text"][:4000]
@@ -411,7 +422,10 @@ class _MainSession:
             self.work.cwd = self.cwd
         for path in files:
             self.work.file_read(path)
-        text, images = prompt_text(content)
+        self._prompt(record, line, *prompt_text(content))
+
+    def _prompt(self, record: dict[str, Any], line: int, text: str, images: bool) -> None:
+        """A human prompt (a user record's text, or a queued one), unless it is harness text."""
         if not text and not images:
             return
         if text and is_harness(text):

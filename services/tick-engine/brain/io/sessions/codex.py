@@ -338,7 +338,9 @@ class _Rollout:
             # ["bash", "-lc", "uv run pytest"]: the script; otherwise the argv joined.
             command = command[-1] if len(command) >= 3 and command[1] in ("-lc", "-c") else " ".join(command)
         if isinstance(command, str) and command.strip():
-            self.work.shell(call_id, self.line, command, powershell=powershell)
+            workdir = args.get("workdir")
+            self.work.shell(call_id, self.line, command, powershell=powershell,
+                            workdir=workdir if isinstance(workdir, str) and workdir else cwd)
             return
         if name == "update_plan" and isinstance(args.get("plan"), list):
             items = [(str(step.get("status") or "pending"), one_line(step.get("step"), 300))
