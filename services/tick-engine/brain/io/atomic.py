@@ -13,6 +13,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
+def regular_stat(fd: int, path: str | Path) -> os.stat_result:
+    """The ``fstat`` of an open file; OSError (EINVAL) when it is not a regular file (a folder, a
+    named pipe: opened with ``O_NONBLOCK``, so the open itself never waited)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return st
+
+
 def read_regular(path: str | Path, limit: int = -1, *, tail: bool = False) -> bytes:
     """The bytes of ``path`` (at most ``limit``; its last ``limit`` with ``tail``) when it is a
     regular file; OSError otherwise. It is opened without blocking and checked before any read, so
@@ -20,9 +29,7 @@ def read_regular(path: str | Path, limit: int = -1, *, tail: bool = False) -> by
     instead of a wait for a writer forever."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        st = regular_stat(fd, path)
         with os.fdopen(os.dup(fd), "rb") as handle:
             if tail and limit >= 0:
                 handle.seek(max(0, st.st_size - limit))
@@ -123,8 +130,7 @@ def append_line(path: Path, line: str) -> None:
     data = (line.rstrip("\n") + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o644)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        regular_stat(fd, path)
         os.write(fd, data)
         os.fsync(fd)
     finally:

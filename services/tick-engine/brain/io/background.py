@@ -35,9 +35,9 @@ class Forked:
     @classmethod
     def start(cls, function: Callable[[], bytes | None]) -> Forked | None:
         """``function()`` in a forked child; None when this process cannot fork safely, or the
-        system refuses a process (then the caller does the work itself). The child never returns into the caller's code: it exits with
-        0 when ``function`` returned (its bytes kept for :meth:`output`), 1 when it raised (its
-        error on stderr), whatever happens."""
+        system refuses a process (then the caller does the work itself). The child never returns
+        into the caller's code: it exits with 0 when ``function`` returned (its bytes kept for
+        :meth:`output`), 1 when it raised (its error on stderr), whatever happens."""
         if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
             return None
         try:

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import errno
 import gc
 import hashlib
 import marshal
 import os
-import stat
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
@@ -42,7 +40,7 @@ from brain.core.model import (
 )
 from brain.core.plan import Expect
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
-from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular
+from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular, regular_stat
 from brain.io.background import Forked
 
 if TYPE_CHECKING:
@@ -697,9 +695,7 @@ def read_stamped(path: str) -> tuple[bytes, int]:
     re-parses it instead of trusting bytes it never saw. Only a regular file is read (OSError else)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", path)
+        st = regular_stat(fd, path)
         return _read_all(fd, st.st_size), st.st_mtime_ns
     finally:
         os.close(fd)
@@ -754,21 +750,12 @@ class _Texts(Mapping[str, str]):
     def __getitem__(self, path: str) -> str:
         note = self._notes[path]
         if path not in self._failed:
-            kept = self._snapshot.raw.get(path)
-            if kept is not None and len(kept) == note.size:
-                return kept.decode("utf-8")  # it parsed, so it is valid UTF-8
             try:
-                data: bytes | None = read_file(os.path.join(self._snapshot.vault, path), note.size)
-            except OSError:
-                data = None
-            if data is None or len(data) != note.size \
-                    or hashlib.sha1(data, usedforsecurity=False).hexdigest() != note.sha1:
+                return read_current(self._snapshot.vault, note, self._snapshot)
+            except ChangedError:
                 self._fail(path, "changed since the scan; the next tick takes it up")
-            else:
-                try:
-                    return data.decode("utf-8")
-                except UnicodeDecodeError:
-                    self._fail(path, "not valid UTF-8; file left as it is")
+            except UnicodeDecodeError:
+                self._fail(path, "not valid UTF-8; file left as it is")
         raise KeyError(path)
 
     def _fail(self, path: str, why: str) -> None:

@@ -131,7 +131,7 @@ def _read(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno in (errno.EINVAL, errno.EISDIR):  # read_regular's "not a regular file"
+        if exc.errno == errno.EINVAL:  # read_regular's "not a regular file"
             return None
         raise
 
@@ -797,9 +797,8 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
                     try:
                         _commit_over(staged[index], dst, item.seen, _staged_stat(staged[index]), keep)
                     except (_Raced, OSError) as exc:  # moved, but the operator's text stays as they saved it
-                        why = exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
                         result.conflicts.add(op.dst)
-                        result.problems.append(Problem(op.dst, None, f"{why}; not rewritten, the next tick "
+                        result.problems.append(Problem(op.dst, None, f"{_why(exc)}; not rewritten, the next tick "
                                                                      "takes it up"))
             elif isinstance(op, DeleteFile):
                 now = _stat_of(os.path.join(root, op.path))
@@ -826,11 +825,16 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
                     os.unlink(staged[index])
             if journal is not None:
                 journal.skip(path)
-            _conflict(result, path, exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc))
+            _conflict(result, path, _why(exc))
             continue
         done.append(item)
     _parallel(fsync_dir, [Path(f) for f in sorted(folders)])
     return done
+
+
+def _why(exc: Exception) -> str:
+    """What a commit that did not happen met: the race, or the system's words for the refusal."""
+    return (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
 
 
 def _staged_stat(tmp: str) -> tuple[int, int] | None:
@@ -878,6 +882,12 @@ def _sha_of(path: Path) -> str | None:
     return sha1_bytes(data)
 
 
+def _not_a_file(path: Path) -> bool:
+    """Something stands at ``path`` that :func:`_sha_of` calls :data:`NOT_A_FILE` (told by a stat,
+    not a read and a hash)."""
+    return os.path.lexists(path) and not os.path.isfile(path)
+
+
 def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> UndoResult:
     """Restore the before-images of ``tick_id``; refuse files edited since unless ``force``."""
     root = vault / JOURNAL_DIR / tick_id
@@ -912,7 +922,7 @@ def undo(vault: Path, tick_id: str, *, force: bool, dry_run: bool = False) -> Un
         return result
     images = _before_images(root, manifest["ops"])  # all of them, checked, before any file changes
     for op, before in reversed(list(zip(manifest["ops"], images, strict=True))):
-        blocked = [rel for rel in (op["path"], op.get("dst")) if rel and _sha_of(vault / rel) == NOT_A_FILE]
+        blocked = [rel for rel in (op["path"], op.get("dst")) if rel and _not_a_file(vault / rel)]
         if blocked:  # a folder or a pipe stands there now: left as it is, even with force
             result.conflicts.extend(rel for rel in blocked if rel not in result.conflicts)
             continue
