@@ -187,7 +187,7 @@ def slow_rebuild(vault, notes, **kwargs):  # half a build on disk, then a long w
 I.rebuild = slow_rebuild
 def fail(*args, **kwargs):
     raise RuntimeError("the run fails after the writes")
-T._candidates = fail
+T.cached_candidates = fail
 started = time.monotonic()
 try:
     T.run_tick(Settings(vault=vault), require_instant(sys.argv[2]), no_ai=True, dry_run=False)

@@ -134,7 +134,7 @@ def test_a_tick_reuses_project_files_it_wrote_and_never_one_edited_since(vault: 
 
 
 def test_hostile_feed_entries_in_the_tick_state_are_never_read_or_taken(tmp_path: Path) -> None:
-    from brain.pipeline.tick import _feed_before
+    from brain.pipeline.tick_state import feed_before
 
     feed_dir = tmp_path / "vault" / "brain-feed"
     (feed_dir / "projects").mkdir(parents=True)
@@ -144,10 +144,10 @@ def test_hostile_feed_entries_in_the_tick_state_are_never_read_or_taken(tmp_path
     state = {"feed_inputs": {"../../secret.md": ["k", sha], "/etc/passwd": ["k", sha], "projects/b.md": "k",
                              "projects/c.md": ["k"], "projects/a.md": ["k", hashlib.sha1(b"other\n").hexdigest()],
                              "projects/d.md": [1, 2]}}
-    assert _feed_before(feed_dir, state) == {}
-    assert _feed_before(feed_dir, {"feed_inputs": "garbage"}) == {}
+    assert feed_before(feed_dir, state) == {}
+    assert feed_before(feed_dir, {"feed_inputs": "garbage"}) == {}
     good = {"feed_inputs": {"projects/a.md": ["k", hashlib.sha1(b"mine\n").hexdigest()]}}
-    assert _feed_before(feed_dir, good) == {"projects/a.md": ("k", "mine\n")}
+    assert feed_before(feed_dir, good) == {"projects/a.md": ("k", "mine\n")}
 
 
 def test_project_feed_sections_in_order_and_what_crosses_projects(vault: Path) -> None:

@@ -103,7 +103,7 @@ def verify(
     """
 
     def body() -> int:
-        from brain.pipeline.tick import verify_vault
+        from brain.pipeline.verify import verify_vault
 
         s = settings_from(vault=vault, brain_feed=brain_feed, now=now)
         root = require_vault(s)

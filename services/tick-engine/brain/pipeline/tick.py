@@ -25,36 +25,30 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import hashlib
 import json
 import marshal
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from brain import __version__
 from brain.core import feed
-from brain.core.candidates import candidate_report
-from brain.core.heat import created_of, forget_inputs, last_active_of
+from brain.core.heat import created_of, forget_inputs
 from brain.core.keeper import (
     ArcDecision,
     KeeperDecisions,
-    Remembered,
     decide,
-    in_conscious,
-    remembered,
     valid_until,
 )
 from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
-from brain.core.vocab import INBOX, TOMBSTONE_STATUSES
+from brain.core.vocab import INBOX
 from brain.io import writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined, read_regular
 from brain.io.background import Forked
@@ -66,11 +60,9 @@ from brain.io.vault import (
     drop_view,
     feed_relative,
     listing_of,
-    load_marshal,
     load_view,
     parse_files,
     read_file,
-    read_stamped,
     read_texts,
     save_cache,
     save_view,
@@ -84,17 +76,29 @@ from brain.pipeline.reports import (
     TickReport,
     VerifyReport,
 )
+from brain.pipeline.tick_state import (
+    LISTING_FILE,
+    STATE_FILE,
+    Listing,
+    MemoRows,
+    arcs_key,
+    cached_candidates,
+    dashboards_key,
+    dashboards_key_after,
+    feed_before,
+    fingerprint,
+    listing_after,
+    load_memo,
+    load_state,
+    same_standing,
+    save_memo,
+    saved_listing,
+    view_notes,
+)
+from brain.pipeline.verify import conscious_count, reread, static_failures, verify_written
 from brain.settings import Settings
-from brain.settings import values as settings_values
 
 EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
-STATE_FILE = ".brain/tick-state.json"
-#: What the keeper decided per arc content, reused while it holds (:class:`brain.core.keeper.Remembered`).
-MEMO_FILE = ".brain/heat-memo"
-#: What quiet ticks decided since the memo was last written whole (read on top of it).
-MEMO_DELTA_FILE = ".brain/heat-memo-delta"
-#: The listing the last tick left (path -> size, mtime), tagged with its tick_id.
-LISTING_FILE = ".brain/tick-listing"
 
 
 #: (settings, snapshot, keeper plan, now, where its plans go) -> AIOutcome. A dry run's target is a
@@ -114,123 +118,6 @@ def new_tick_id(vault: Path, now: datetime, kind: str = "tick") -> str:
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
-
-
-# --- the fast path's state -----------------------------------------------------------------------
-
-Listing = dict[str, tuple[int, int]]  # vault-relative path -> (size, mtime_ns)
-
-
-def _settings_digest(s: Settings) -> str:
-    """The settings a plan depends on, wherever the vault lies: a folder inside the vault counts
-    by its place in it, so a vault moved or copied whole (``cp -a``, a volume mounted elsewhere)
-    keeps its caches, and its next tick is as cheap as the last one's successor would be. The
-    feed folder counts as the one the tick writes (``--brain-feed`` or the vault's own)."""
-    vault = s.vault_path
-    tunables = {k: _placed(s.feed_dir if k == "brain_feed" else v, vault) for k, v in settings_values(s).items()
-                if k not in ("now", "llm_api_key", "redis_url", "vault")}
-    return hashlib.sha1(json.dumps([__version__, tunables], sort_keys=True).encode(),
-                        usedforsecurity=False).hexdigest()
-
-
-def _placed(value: object, vault: Path) -> str:
-    if isinstance(value, Path) and value.is_absolute():
-        try:
-            return f"<vault>/{value.relative_to(vault).as_posix()}"
-        except ValueError:
-            pass
-    return str(value)
-
-
-def fingerprint(s: Settings, feed_dir: Path) -> str:
-    """What a deterministic plan depends on besides the clock and the vault's listing (kept whole
-    in :data:`LISTING_FILE`, compared as it is): settings, code, the feed folder's files."""
-    digest = hashlib.sha1(_settings_digest(s).encode(), usedforsecurity=False)
-    if feed_dir.is_dir():
-        for path in sorted(feed_dir.glob("*.md")) + sorted(feed_dir.glob("projects/*")):
-            if path.name.startswith("."):
-                continue  # a writer's temp file (an old image waiting to be unlinked): gone by the next tick
-            st = path.stat()
-            digest.update(f"feed:{path.relative_to(feed_dir)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
-class _MemoRows(Mapping[str, Remembered]):
-    """The heat memo as saved (path -> plain row): an entry becomes a :class:`Remembered` when
-    asked for, so a quiet tick that asks for a few hundred does not build ten thousand.
-    ``delta``: the rows that came from the overlay quiet ticks write (:data:`MEMO_DELTA_FILE`)."""
-
-    def __init__(self, rows: dict[str, Any], delta: dict[str, Any] | None = None):
-        self.rows = rows
-        self.delta = delta or {}
-
-    def get(self, path: str, default: Any = None) -> Any:
-        row = self.rows.get(path)
-        if not (isinstance(row, tuple) and len(row) == len(Remembered._fields)):
-            return default
-        return Remembered._make(row)
-
-    def __getitem__(self, path: str) -> Remembered:
-        found = self.get(path)
-        if found is None:
-            raise KeyError(path)
-        return cast(Remembered, found)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-
-def _memo_rows(path: Path, digest: str) -> dict[str, Any] | None:
-    raw = load_marshal(path)
-    return raw[1] if isinstance(raw, tuple) and len(raw) == 2 and raw[0] == digest and isinstance(raw[1], dict) \
-        else None
-
-
-def _load_memo(vault: Path, s: Settings) -> _MemoRows:
-    """The heat memo the last ticks left (missing, corrupt, other settings or code: nothing).
-
-    An entry is a fact about one file's bytes in one window of time (:class:`Remembered`), so a
-    base and an overlay from any ticks combine safely: a stale entry never holds."""
-    digest = _settings_digest(s)
-    rows = _memo_rows(vault / MEMO_FILE, digest) or {}
-    delta = _memo_rows(vault / MEMO_DELTA_FILE, digest) or {}
-    rows.update(delta)
-    return _MemoRows(rows, delta)
-
-
-def _save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Snapshot, now: datetime,
-               before: _MemoRows, *, partial: bool = False) -> None:
-    """Best effort: a missing memo only costs recomputing every arc's heat once.
-
-    ``partial``: the snapshot holds some of the vault's notes (a quiet tick): their entries go
-    to the overlay, the base stays as it is until it is the smaller of the two."""
-    live = sum(1 for d in decisions.arcs.values() if d.last_active is not None)
-    # a quiet tick's memo is stale when it wrote an arc; a full tick's when the arcs are not the memo's
-    stale = any(d.changes_file for d in decisions.changed()) if partial else live != len(before)
-    if decisions.remembered == live and not snapshot.delta and not stale:
-        return  # every arc came from the memo and none was written: it is still the one on disk
-    memo = {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before).items()}
-    digest = _settings_digest(s)
-    with contextlib.suppress(OSError):
-        if partial and (delta := {**before.delta, **memo}) and len(delta) * 4 < len(before):
-            atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)), durable=False)
-            return
-        if partial:
-            decided = {d.note.path for d in decisions.arcs.values()}
-            memo = {**{path: row for path, row in before.rows.items() if path not in decided}, **memo}
-        atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)), durable=False)
-        (vault / MEMO_DELTA_FILE).unlink(missing_ok=True)
-
-
-def _load_state(vault: Path) -> dict[str, Any]:
-    try:
-        state = json.loads(read_regular(vault / STATE_FILE))
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) else {}
 
 
 # --- the tick --------------------------------------------------------------------------------------
@@ -362,15 +249,15 @@ def _run(tick: _Tick) -> None:
     # Phase 1: keeper. An unchanged vault inside the last plan's validity window plans nothing.
     t = time.perf_counter()
     listing = {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, tick.feed_dir)}
-    state = _load_state(vault)
-    saved = _saved_listing(tick, state)
+    state = load_state(vault)
+    saved = saved_listing(tick.s, state)
     same = saved == listing
     if tick.ai_phase is None and not tick.keeper_only and not report.problems and _fast_path(tick, state, same,
                                                                                                 len(listing), t):
         return
     tick.index_in_sync = state.get("index") is not None and state.get("index") == _index_stat(vault)
-    tick.feed_before = _feed_before(tick.feed_dir, state)
-    memo = _load_memo(vault, s)
+    tick.feed_before = feed_before(tick.feed_dir, state)
+    memo = load_memo(vault, s)
     quiet = _quiet_view(tick, state, saved, listing)
     patched: dict[str, str] | None = None
     if quiet is not None:
@@ -396,20 +283,20 @@ def _run(tick: _Tick) -> None:
     if tick.partial:
         # Not every arc is here to key or render the dashboards: the lines of the arcs that move
         # are patched, and their rows in the key replaced.
-        dashboards_key = _dashboards_key_after(saved_key if isinstance(saved_key, str) else None,
-                                               decisions.changed()) if patched else saved_key
+        listed_key = dashboards_key_after(saved_key if isinstance(saved_key, str) else None,
+                                           decisions.changed()) if patched else saved_key
     elif same and isinstance(saved_key, str) and not any(d.relists for d in decisions.changed()):
         # The very files the last tick left, and no arc moves or changes status: the same dashboards.
-        dashboards_key = saved_key
+        listed_key = saved_key
     else:
-        dashboards_key = _dashboards_key(decisions)
+        listed_key = dashboards_key(decisions)
     # Dashboards: rendered when what they list changed, or someone edited or deleted one.
     touched = any(p.endswith("/_dashboard.md") for p in (*snapshot.delta.changed, *snapshot.delta.removed))
     report.keeper = KeeperReport(ms=0.0, files=snapshot.stats.files, parsed=snapshot.stats.parsed,
                                  cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2), planned=0,
                                  remembered=decisions.remembered, quiet=tick.partial)
     kplan, snapshot = _keeper_pass(tick, snapshot, decisions, dashboard_texts=patched,
-                                   dashboards=not tick.partial and (touched or dashboards_key != saved_key))
+                                   dashboards=not tick.partial and (touched or listed_key != saved_key))
     final_plan = kplan
     report.keeper.ms = _ms(t)
 
@@ -418,7 +305,7 @@ def _run(tick: _Tick) -> None:
         pass
     elif tick.ai_phase is None:
         # A quiet tick's arcs are the last tick's by construction (changed files keep their standing).
-        tick.candidates_key, candidates = _candidates(snapshot, state, same_files=same or tick.partial)
+        tick.candidates_key, candidates = cached_candidates(snapshot, state, same_files=same or tick.partial)
         report.ai = AIReports.skipped(tick.skip_reason, candidates=candidates)
     else:
         outcome = tick.ai_phase(s, snapshot, kplan, now, tick.target)
@@ -431,7 +318,7 @@ def _run(tick: _Tick) -> None:
         if outcome.result.changed or outcome.intent is not None or outcome.diff_lines:
             # The keeper again, so arcs changed by apply get their heat and place in this same tick.
             t = time.perf_counter()
-            snapshot = _reread(snapshot, outcome.result)
+            snapshot = reread(snapshot, outcome.result)
             decisions = decide(snapshot.notes.values(), now, s, horizon=True, memo=memo)
             final_plan, snapshot = _keeper_pass(
                 tick, snapshot, decisions, dashboards=True,
@@ -466,7 +353,7 @@ def _run(tick: _Tick) -> None:
         "inject_blocks": final_plan.inject_blocks,
         "lessons": kinds["lesson"],
         "edges": kinds["edge"],
-        "conscious": _conscious(final),
+        "conscious": conscious_count(final),
         "feed_tokens": final_plan.feed_tokens,
     })
     if tick.partial:  # counted over every note: a quiet tick's edits (heat, status, cleared signals) keep them
@@ -476,14 +363,14 @@ def _run(tick: _Tick) -> None:
     if not dry_run:  # what the next tick reads, as this one verified it
         writer.prune_journals(vault, s.journal_keep)
         _save_state(tick, listing, snapshot, final,
-                    dashboards_key if final is kplan.decisions else _dashboards_key(final),
+                    listed_key if final is kplan.decisions else dashboards_key(final),
                     {name: [inputs, writer.sha1_bytes(final_plan.feed_files[name].encode("utf-8"))]
                      for name, inputs in final_plan.feed_inputs.items()},
-                    view=snapshot.notes.values() if tick.partial else _view_notes(snapshot, final,
+                    view=snapshot.notes.values() if tick.partial else view_notes(snapshot, final,
                                                                                   final_plan.feed_reads))
 
 
-def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan, memo: _MemoRows) -> Snapshot:
+def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan, memo: MemoRows) -> Snapshot:
     """Phase 5 of a run that wrote (:func:`verify_written`); then the search index, the parse cache
     and the heat memo follow the files as verify read them. Returns the snapshot verify leads to."""
     report, s, vault = tick.report, tick.s, tick.vault
@@ -501,7 +388,7 @@ def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan, memo: _Me
     if not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached
                              or snapshot.stats.from_view):
         save_cache(vault, snapshot.notes)  # a quiet tick's writes reach it from the view, at the next full scan
-    _save_memo(vault, s, final_plan.decisions, snapshot, tick.now, memo, partial=tick.partial)
+    save_memo(vault, s, final_plan.decisions, snapshot, tick.now, memo, partial=tick.partial)
     report.verify.ms = round(_ms(t) - indexing, 2)
     return snapshot
 
@@ -662,51 +549,14 @@ def fold(snapshot: Snapshot, plan: Plan, result: writer.ApplyResult, predicted: 
                 continue
             moved.append((op.src, op.dst))
             if op.content is not None and op.dst not in result.conflicts:
-                written[op.dst] = predicted.get(op.dst) or _parsed(op.dst, op.content)
+                written[op.dst] = predicted.get(op.dst) or vault_note(op.dst, op.content, mtime_ns=0)
         elif isinstance(op, WriteFile) and op.path in done_writes and op.path.endswith(".md"):
-            written[op.path] = predicted.get(op.path) or _parsed(op.path, op.content)
+            written[op.path] = predicted.get(op.path) or vault_note(op.path, op.content, mtime_ns=0)
     # The scanner never lists the feed folder or dot-folders: neither does the folded snapshot.
     written = {path: note for path, note in written.items()
                if not (feed_rel is not None and path.startswith(feed_rel + "/"))
                and not any(part.startswith(".") for part in path.split("/"))}
     return snapshot.with_changes(written, moved=moved, deleted=result.deleted)
-
-
-def _parsed(path: str, data: bytes) -> Note:
-    return vault_note(path, data, mtime_ns=0)
-
-
-def _read_back(snapshot: Snapshot, paths: Iterable[str],
-               keep: dict[str, bytes] | None = None) -> dict[str, Note]:
-    """The notes of ``paths`` as the files are now. A file whose bytes hash to the note the
-    snapshot already holds for it keeps that note (with its real mtime); any other is parsed.
-    ``keep`` receives the bytes read (each the bytes its note was made from)."""
-    found: dict[str, Note] = {}
-    root = str(snapshot.vault)
-    for path in sorted(paths):
-        try:
-            data, mtime = read_stamped(os.path.join(root, path))
-        except OSError:
-            continue
-        known = snapshot.notes.get(path)
-        if known is not None and known.size == len(data) and \
-                known.sha1 == hashlib.sha1(data, usedforsecurity=False).hexdigest():
-            found[path] = Note(path=path, size=known.size, mtime_ns=mtime, sha1=known.sha1, arc=known.arc,
-                               markers=known.markers, problems=known.problems, parsed=known.parsed,
-                               body_offset=known.body_offset, plain_front=known.plain_front)  # replace(), cheaper
-        else:
-            found[path] = vault_note(path, data, mtime_ns=mtime)
-        if keep is not None:
-            keep[path] = data
-    return found
-
-
-def _reread(snapshot: Snapshot, result: writer.ApplyResult) -> Snapshot:
-    """The snapshot after changes made by someone else's plan (the AI apply): those files re-read."""
-    written = _read_back(snapshot, {p for p in (*result.written, *(dst for _, dst in result.moved))
-                                    if p.endswith(".md")})
-    return snapshot.with_changes(written, moved=[m for m in result.moved if m[1] not in written],
-                                 deleted=result.deleted)
 
 
 def _folder_tokens(feed_dir: Path) -> dict[str, int]:
@@ -719,150 +569,6 @@ def _folder_tokens(feed_dir: Path) -> dict[str, int]:
             except OSError:
                 continue
     return found
-
-
-def _dashboard_row(decision: ArcDecision, *, before: bool = False) -> int:
-    """One arc's line of the dashboards key (``before``: as its file stood, not as decided)."""
-    arc = decision.note.arc
-    assert arc is not None
-    status, path = (arc.status, decision.note.path) if before else (decision.status, decision.path)
-    row = f"{decision.cluster_id}\0{arc.created or ''}\0{arc.title}\0{status}\0{path}"
-    return int.from_bytes(hashlib.sha1(row.encode(), usedforsecurity=False).digest()[:8], "big")
-
-
-_KEY_MOD = 1 << 64
-
-
-def _dashboards_key(decisions: KeeperDecisions) -> str:
-    """What the dashboards list (ids, titles, dates, statuses, folders): unchanged key, unchanged
-    files. A sum of one hash per arc, so a tick that changes a few arcs can update it
-    (:func:`_dashboards_key_after`) without the others."""
-    total = sum(_dashboard_row(d) for d in decisions.arcs.values() if d.note.arc is not None)
-    return f"{total % _KEY_MOD:016x}"
-
-
-def _dashboards_key_after(key: str | None, changed: Iterable[ArcDecision]) -> str | None:
-    """``key`` with the lines of ``changed`` as decided instead of as their files stood."""
-    try:
-        total = int(key or "", 16)
-    except ValueError:
-        return None
-    for d in changed:
-        if d.note.arc is not None:
-            total += _dashboard_row(d) - _dashboard_row(d, before=True)
-    return f"{total % _KEY_MOD:016x}"
-
-
-def _arcs_key(snapshot: Snapshot) -> str:
-    """What the candidate pairs are computed from: not heat, status or folder (a keeper edit or
-    move leaves them as they are), only whether an arc is a tombstone or an alarm file."""
-    rows = []
-    for path, note in snapshot.notes.items():
-        arc = note.arc
-        if arc is not None:
-            edges = ",".join(m.attr("target") or "" for m in note.markers if m.type == "edge")
-            rows.append(f"{arc.cluster_id}\0{path.startswith('amygdala/')}\0{arc.is_tombstone}\0{arc.title}\0"
-                        f"{arc.project}\0{arc.created}\0{arc.last_active}\0{','.join(arc.source_sessions)}\0"
-                        f"{edges}\n")
-    rows.sort()
-    return hashlib.sha1("".join(rows).encode(), usedforsecurity=False).hexdigest()
-
-
-def _candidates(snapshot: Snapshot, state: Mapping[str, Any], *, same_files: bool = False) -> tuple[str, dict[str, Any]]:
-    """The ``--no-ai`` candidate report (and its key), reused from the last tick while the arcs are the same.
-
-    ``same_files``: the listing is the very one the last tick left (:func:`_same_files`: files, sizes,
-    mtimes, settings, code), so the arcs are too and their key is the one saved, not recomputed.
-    """
-    cached = state.get("candidates")
-    saved = cached.get("key") if isinstance(cached, dict) else None
-    key = saved if same_files and isinstance(saved, str) else _arcs_key(snapshot)
-    if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("report"), dict):
-        return key, dict(cached["report"])
-    return key, candidate_report(snapshot.notes.values())
-
-
-# --- verify ------------------------------------------------------------------------------------------
-
-def verify_written(
-    s: Settings,
-    now: datetime,
-    snapshot: Snapshot,
-    result: writer.ApplyResult,
-    feed_rel: str | None,
-    *,
-    feed_tokens: int = 0,
-    decided: KeeperDecisions | None = None,
-) -> tuple[Snapshot, int, list[Problem]]:
-    """SPEC §9 invariants after a tick; returns the snapshot as re-read, the files read, the failures.
-
-    The one independent re-read: every file this tick wrote or moved is read back and hashed;
-    one that matches what the tick wrote keeps its in-memory note (now with its real mtime),
-    any other (edited since, or never written) is parsed as it is. The checks then run on
-    that snapshot: no duplicate ``cluster_id``, every written arc parses, the conscious cap,
-    the feed budget, and a second keeper pass at the same instant that changes nothing.
-    ``decided``: the keeper's decisions at ``now``; the second pass recomputes heat only for the
-    arcs whose note is not the one decided there (what this tick wrote or re-read).
-    """
-    read: dict[str, bytes] = {}
-    updated = _read_back(snapshot, {p for p in (*result.written, *(dst for _, dst in result.moved))
-                                    if p in snapshot.notes}, read)
-    snapshot = snapshot.with_changes(updated, read=read)  # the search index takes the bytes from here
-    failures: list[Problem] = []
-    written = set(result.written) | {dst for _, dst in result.moved}
-    for path in sorted(written):
-        found = snapshot.notes.get(path)
-        if path.endswith(".md") and (feed_rel is None or not path.startswith(feed_rel + "/")) and found is not None \
-                and not found.parsed:
-            failures.append(Problem(path, None, "verify: a file this tick wrote does not parse"))
-    check = decide(snapshot.notes.values(), now, s, reuse=decided)
-    failures[:0] = _duplicate_failures(check.duplicates)
-    conscious = _conscious(check)
-    if conscious > s.conscious_cap:
-        failures.append(Problem("frontal-lobe/conscious", None,
-                                f"verify: {conscious} arcs in conscious, cap is {s.conscious_cap}"))
-    folder = s.feed_dir
-    if feed_rel is not None and folder.is_dir() and not folder.is_symlink():
-        # May only exceed the budget by what is never cut (nuclear signals, top hot arcs, headers):
-        # the keeper's own plan tells how small the feed can get.
-        total = 0
-        for feed_file in folder.glob("*.md"):
-            with contextlib.suppress(OSError):  # gone since, or not a file (never a named pipe's wait)
-                total += feed.tokens(read_regular(feed_file).decode("utf-8", "replace"))
-        if total > max(s.feed_token_budget, feed_tokens):
-            failures.append(Problem(feed_rel, None, f"verify: feed is {total} tokens, budget {s.feed_token_budget}"))
-    pending = [d.path if d.path == d.note.path else f"{d.note.path} → {d.path}" for d in check.changed()
-               if not any(d.note.path.startswith(c) or d.path.startswith(c) for c in result.conflicts)]
-    if pending:
-        failures.append(Problem(pending[0], None,
-                                f"verify: a second pass would still change {len(pending)} files: "
-                                + ", ".join(pending[:5])))
-    return snapshot, len(updated), failures
-
-
-def static_failures(snapshot: Snapshot) -> list[Problem]:
-    """The invariants a vault holds whatever its clock: no ``cluster_id`` in two files. What a
-    dry run checks (it wrote nothing to re-read) and ``brain verify`` reports."""
-    return _duplicate_failures({cid: sorted(n.path for n in notes)
-                                for cid, notes in snapshot.arcs_by_id().items() if len(notes) > 1})
-
-
-def verify_vault(s: Settings, vault: Path, feed_dir: Path) -> list[Problem]:
-    """``brain verify``: the invariants on the vault as it is now (a fresh scan, nothing written)."""
-    return static_failures(scan(vault, feed_dir=feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False))
-
-
-def _duplicate_failures(duplicates: Mapping[str, list[str]]) -> list[Problem]:
-    """``duplicates``: cluster_id -> the sorted paths of the files that hold it."""
-    return [
-        Problem(paths[0], None, f"verify: cluster_id {cid} is in {len(paths)} files: " + ", ".join(paths))
-        for cid, paths in sorted(duplicates.items())
-    ]
-
-
-def _conscious(decisions: KeeperDecisions) -> int:
-    """Live arcs in conscious (tombstones never move, so they do not count against the cap)."""
-    return sum(1 for d in decisions.arcs.values() if in_conscious(d.path) and d.status not in TOMBSTONE_STATUSES)
 
 
 # --- alarms, the fast path, the state ----------------------------------------------------------------
@@ -897,39 +603,6 @@ def _publish_alarms(tick: _Tick, snapshot: Snapshot) -> None:
                                        f"amygdala publish failed ({published.error}); the next tick publishes"))
 
 
-def _saved_listing(tick: _Tick, state: Mapping[str, Any]) -> Listing | None:
-    """The files the last tick left (path -> size, mtime), when this tick runs under the same
-    settings and code, with the feed folder as it left it; None otherwise. Equal to this tick's
-    listing: the vault holds the very files the last tick left."""
-    if state.get("fingerprint") != fingerprint(tick.s, tick.feed_dir):
-        return None
-    saved = load_marshal(tick.vault / LISTING_FILE)
-    if isinstance(saved, tuple) and len(saved) == 2 and saved[0] == state.get("tick_id") \
-            and isinstance(saved[1], dict):
-        return cast(Listing, saved[1])
-    return None
-
-
-def _feed_before(feed_dir: Path, state: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """The feed files the last clean tick wrote with their inputs digest, each read back and
-    kept only while it holds the very text written then (an edit or a later write drops it)."""
-    saved = state.get("feed_inputs")
-    out: dict[str, tuple[str, str]] = {}
-    if not isinstance(saved, dict):
-        return out
-    for name, entry in saved.items():
-        if not (isinstance(name, str) and isinstance(entry, list) and len(entry) == 2
-                and all(isinstance(v, str) for v in entry)) or name.startswith("/") or ".." in name.split("/"):
-            continue
-        try:
-            data = read_regular(feed_dir / name)
-        except OSError:
-            continue
-        if writer.sha1_bytes(data) == entry[1]:  # the bytes written from a str: they decode
-            out[name] = (entry[0], data.decode("utf-8"))
-    return out
-
-
 def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, started: float) -> bool:
     report = tick.report
     if not same:
@@ -953,16 +626,16 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
     """Remember this verified outcome so an unchanged vault can skip the work next time.
 
     ``feed_inputs``: feed name -> its inputs digest and the hash of the text written
-    (:func:`_feed_before`); ``view``: the notes a quiet tick on these very files needs
-    (:func:`_view_notes`)."""
+    (:func:`feed_before`); ``view``: the notes a quiet tick on these very files needs
+    (:func:`view_notes`)."""
     report, vault = tick.report, tick.vault
     path = vault / STATE_FILE
     if report.exit_code != 0 or report.result.conflicts or report.amygdala_failed or report.ai_applied:
         path.unlink(missing_ok=True)
         drop_view(vault)
         return
-    after = _listing_after(listing, snapshot, report.result)
-    key = tick.candidates_key or _arcs_key(snapshot)
+    after = listing_after(listing, snapshot, report.result)
+    key = tick.candidates_key or arcs_key(snapshot)
     state = {
         "tick_id": report.tick_id,
         "now": iso(tick.now),
@@ -984,26 +657,6 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
         save_view(vault, report.tick_id, view)
     atomic_write(vault / LISTING_FILE, marshal.dumps((report.tick_id, after)), durable=False)
     atomic_write(path, json.dumps(state).encode(), durable=False)
-
-
-#: Markers whose notes every feed build reads, wherever they are (the signals and inject files).
-_VIEW_MARKERS = frozenset({"signal", "inject"})
-
-
-def _view_notes(snapshot: Snapshot, decisions: KeeperDecisions, feed_reads: frozenset[str]) -> list[Note] | None:
-    """The notes a later tick needs while the files stay as this tick left them: every arc whose
-    heat is above 0 or can still change (:func:`brain.core.heat.next_change`) or that sits in
-    conscious, the arcs the feed can list (``feed_reads``) or whose dates are reported, and every
-    note with signals, injects or problems. The others keep heat 0 and their place for good, and
-    no feed file reads them. None: no quiet tick (duplicate cluster_ids need every note)."""
-    if decisions.duplicates:
-        return None
-    keep = {d.path for cid, d in decisions.arcs.items()
-            if d.heat > 0 or d.next_change is not None or in_conscious(d.path) or cid in feed_reads
-            or cid in decisions.dated_badly}
-    return [note for path, note in snapshot.notes.items()
-            if path in keep or note.problems or path.startswith("amygdala/")
-            or any(m.type in _VIEW_MARKERS for m in note.markers)]
 
 
 def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[str, str] | None:
@@ -1029,7 +682,7 @@ def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[
 
 def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, listing: Listing) -> Snapshot | None:
     """The last tick's view as a snapshot, when this tick may run on it: the files are the ones
-    the last tick left (:func:`_saved_listing`) or few of them changed (:func:`_delta_view`), no
+    the last tick left (:func:`saved_listing`) or few of them changed (:func:`_delta_view`), no
     AI, no inbox notes to drain (their target is the hottest arc of all), the search index as it
     was left, and the view intact."""
     if tick.ai_phase is not None or tick.keeper_only or tick.report.dry_run or tick.report.problems:
@@ -1063,7 +716,7 @@ DELTA_SHARE, DELTA_MIN = 0.05, 64
 
 def _delta_view(tick: _Tick, key: str, saved: Listing, listing: Listing, started: float) -> Snapshot | None:
     """The last tick's view with the files edited, added or deleted since folded in, when none of
-    those edits can reach beyond its own note (:func:`_same_standing`): the dashboards, the
+    those edits can reach beyond its own note (:func:`same_standing`): the dashboards, the
     candidate pairs and every feed ranking stay what they were, and the notes outside the view
     keep heat 0 and their place. Only the edited files are parsed; their old versions come from
     the view or the parse cache (what the last full tick saw: a later tick rewrote only notes of
@@ -1090,7 +743,7 @@ def _delta_view(tick: _Tick, key: str, saved: Listing, listing: Listing, started
     counted = Counter[str]()
     for rel in gone:
         old, new = before.get(rel), fresh.get(rel)
-        if not _same_standing(old, new):
+        if not same_standing(old, new):
             return None
         for note, sign in ((old, -1), (new, 1)):
             for marker in note.markers if note is not None else ():
@@ -1104,41 +757,3 @@ def _delta_view(tick: _Tick, key: str, saved: Listing, listing: Listing, started
                               (time.perf_counter() - started) * 1000),
                     ScanDelta(tuple(sorted(changed)), tuple(sorted(removed))), raw)
 
-
-def _same_standing(old: Note | None, new: Note | None) -> bool:
-    """An edit (``old`` -> ``new``; None: no file) that reaches no note but its own: both are not
-    arcs (a note outside the compartments, an unparsable one, none), or both are the same arc by
-    every fact read outside it (its frontmatter, its dates and its edges), so its dashboard line,
-    candidate row and rank in every feed stay as they were. A new or deleted arc is not."""
-    if old is None or new is None:
-        only = new if old is None else old
-        return only is None or only.arc is None
-    if old.arc is None or new.arc is None:
-        return old.arc is None and new.arc is None
-    return (old.arc == new.arc and created_of(old) == created_of(new) and last_active_of(old) == last_active_of(new)
-            and _edges(old) == _edges(new))
-
-
-def _edges(note: Note) -> list[str | None]:
-    return [m.attr("target") for m in note.markers if m.type == "edge"]
-
-
-def _listing_after(listing: Listing, snapshot: Snapshot, result: writer.ApplyResult) -> Listing:
-    """The listing as the next tick will see it: this tick's own changes folded in, stat'ed once."""
-    after = dict(listing)
-    for src, _dst in result.moved:
-        after.pop(src, None)
-    for path in result.deleted:
-        after.pop(path, None)
-    for path in {*result.written, *(dst for _, dst in result.moved)}:
-        note = snapshot.notes.get(path)
-        if note is not None and note.mtime_ns:
-            after[path] = (note.size, note.mtime_ns)
-        elif path in snapshot.notes or path in listing:
-            try:
-                st = os.stat(snapshot.vault / path)
-            except OSError:
-                after.pop(path, None)
-                continue
-            after[path] = (st.st_size, st.st_mtime_ns)
-    return after

@@ -1,0 +1,316 @@
+"""What a tick leaves for the next one, and the keys that tell whether it still holds.
+
+The state file (what the last clean tick verified: its instant, validity window, stats,
+problems, candidate report, dashboards key, index and cache stamps, feed inputs), the listing
+it left, the heat memo (:class:`brain.core.keeper.Remembered` per arc) and the notes a quiet
+tick runs on (the *view*, :func:`view_notes`). Everything here is best effort: a missing or
+damaged file costs the next tick its shortcut, never a wrong plan, because every entry is
+checked against the settings, the code and the files it was made from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import marshal
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+from brain import __version__
+from brain.core.candidates import candidate_report
+from brain.core.heat import created_of, last_active_of
+from brain.core.keeper import ArcDecision, KeeperDecisions, Remembered, in_conscious, remembered
+from brain.core.model import Note
+from brain.core.snapshot import Snapshot
+from brain.io import writer
+from brain.io.atomic import atomic_write, read_regular
+from brain.io.vault import load_marshal
+from brain.settings import Settings
+from brain.settings import values as settings_values
+
+#: What the last clean tick verified (JSON).
+STATE_FILE = ".brain/tick-state.json"
+
+
+#: What the keeper decided per arc content, reused while it holds (:class:`brain.core.keeper.Remembered`).
+MEMO_FILE = ".brain/heat-memo"
+
+
+#: What quiet ticks decided since the memo was last written whole (read on top of it).
+MEMO_DELTA_FILE = ".brain/heat-memo-delta"
+
+
+#: The listing the last tick left (path -> size, mtime), tagged with its tick_id.
+LISTING_FILE = ".brain/tick-listing"
+
+
+Listing = dict[str, tuple[int, int]]  # vault-relative path -> (size, mtime_ns)
+
+
+def settings_digest(s: Settings) -> str:
+    """The settings a plan depends on, wherever the vault lies: a folder inside the vault counts
+    by its place in it, so a vault moved or copied whole (``cp -a``, a volume mounted elsewhere)
+    keeps its caches, and its next tick is as cheap as the last one's successor would be. The
+    feed folder counts as the one the tick writes (``--brain-feed`` or the vault's own)."""
+    vault = s.vault_path
+    tunables = {k: _placed(s.feed_dir if k == "brain_feed" else v, vault) for k, v in settings_values(s).items()
+                if k not in ("now", "llm_api_key", "redis_url", "vault")}
+    return hashlib.sha1(json.dumps([__version__, tunables], sort_keys=True).encode(),
+                        usedforsecurity=False).hexdigest()
+
+
+def _placed(value: object, vault: Path) -> str:
+    if isinstance(value, Path) and value.is_absolute():
+        try:
+            return f"<vault>/{value.relative_to(vault).as_posix()}"
+        except ValueError:
+            pass
+    return str(value)
+
+
+def fingerprint(s: Settings, feed_dir: Path) -> str:
+    """What a deterministic plan depends on besides the clock and the vault's listing (kept whole
+    in :data:`LISTING_FILE`, compared as it is): settings, code, the feed folder's files."""
+    digest = hashlib.sha1(settings_digest(s).encode(), usedforsecurity=False)
+    if feed_dir.is_dir():
+        for path in sorted(feed_dir.glob("*.md")) + sorted(feed_dir.glob("projects/*")):
+            if path.name.startswith("."):
+                continue  # a writer's temp file (an old image waiting to be unlinked): gone by the next tick
+            st = path.stat()
+            digest.update(f"feed:{path.relative_to(feed_dir)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+class MemoRows(Mapping[str, Remembered]):
+    """The heat memo as saved (path -> plain row): an entry becomes a :class:`Remembered` when
+    asked for, so a quiet tick that asks for a few hundred does not build ten thousand.
+    ``delta``: the rows that came from the overlay quiet ticks write (:data:`MEMO_DELTA_FILE`)."""
+
+    def __init__(self, rows: dict[str, Any], delta: dict[str, Any] | None = None):
+        self.rows = rows
+        self.delta = delta or {}
+
+    def get(self, path: str, default: Any = None) -> Any:
+        row = self.rows.get(path)
+        if not (isinstance(row, tuple) and len(row) == len(Remembered._fields)):
+            return default
+        return Remembered._make(row)
+
+    def __getitem__(self, path: str) -> Remembered:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return cast(Remembered, found)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _memo_rows(path: Path, digest: str) -> dict[str, Any] | None:
+    raw = load_marshal(path)
+    return raw[1] if isinstance(raw, tuple) and len(raw) == 2 and raw[0] == digest and isinstance(raw[1], dict) \
+        else None
+
+
+def load_memo(vault: Path, s: Settings) -> MemoRows:
+    """The heat memo the last ticks left (missing, corrupt, other settings or code: nothing).
+
+    An entry is a fact about one file's bytes in one window of time (:class:`Remembered`), so a
+    base and an overlay from any ticks combine safely: a stale entry never holds."""
+    digest = settings_digest(s)
+    rows = _memo_rows(vault / MEMO_FILE, digest) or {}
+    delta = _memo_rows(vault / MEMO_DELTA_FILE, digest) or {}
+    rows.update(delta)
+    return MemoRows(rows, delta)
+
+
+def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Snapshot, now: datetime,
+               before: MemoRows, *, partial: bool = False) -> None:
+    """Best effort: a missing memo only costs recomputing every arc's heat once.
+
+    ``partial``: the snapshot holds some of the vault's notes (a quiet tick): their entries go
+    to the overlay, the base stays as it is until it is the smaller of the two."""
+    live = sum(1 for d in decisions.arcs.values() if d.last_active is not None)
+    # a quiet tick's memo is stale when it wrote an arc; a full tick's when the arcs are not the memo's
+    stale = any(d.changes_file for d in decisions.changed()) if partial else live != len(before)
+    if decisions.remembered == live and not snapshot.delta and not stale:
+        return  # every arc came from the memo and none was written: it is still the one on disk
+    memo = {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before).items()}
+    digest = settings_digest(s)
+    with contextlib.suppress(OSError):
+        if partial and (delta := {**before.delta, **memo}) and len(delta) * 4 < len(before):
+            atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)), durable=False)
+            return
+        if partial:
+            decided = {d.note.path for d in decisions.arcs.values()}
+            memo = {**{path: row for path, row in before.rows.items() if path not in decided}, **memo}
+        atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)), durable=False)
+        (vault / MEMO_DELTA_FILE).unlink(missing_ok=True)
+
+
+def load_state(vault: Path) -> dict[str, Any]:
+    try:
+        state = json.loads(read_regular(vault / STATE_FILE))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def saved_listing(s: Settings, state: Mapping[str, Any]) -> Listing | None:
+    """The files the last tick left (path -> size, mtime), when this tick runs under the same
+    settings and code, with the feed folder as it left it; None otherwise. Equal to this tick's
+    listing: the vault holds the very files the last tick left."""
+    if state.get("fingerprint") != fingerprint(s, s.feed_dir):
+        return None
+    saved = load_marshal(s.vault_path / LISTING_FILE)
+    if isinstance(saved, tuple) and len(saved) == 2 and saved[0] == state.get("tick_id") \
+            and isinstance(saved[1], dict):
+        return cast(Listing, saved[1])
+    return None
+
+
+def feed_before(feed_dir: Path, state: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """The feed files the last clean tick wrote with their inputs digest, each read back and
+    kept only while it holds the very text written then (an edit or a later write drops it)."""
+    saved = state.get("feed_inputs")
+    out: dict[str, tuple[str, str]] = {}
+    if not isinstance(saved, dict):
+        return out
+    for name, entry in saved.items():
+        if not (isinstance(name, str) and isinstance(entry, list) and len(entry) == 2
+                and all(isinstance(v, str) for v in entry)) or name.startswith("/") or ".." in name.split("/"):
+            continue
+        try:
+            data = read_regular(feed_dir / name)
+        except OSError:
+            continue
+        if writer.sha1_bytes(data) == entry[1]:  # the bytes written from a str: they decode
+            out[name] = (entry[0], data.decode("utf-8"))
+    return out
+
+
+def _dashboard_row(decision: ArcDecision, *, before: bool = False) -> int:
+    """One arc's line of the dashboards key (``before``: as its file stood, not as decided)."""
+    arc = decision.note.arc
+    assert arc is not None
+    status, path = (arc.status, decision.note.path) if before else (decision.status, decision.path)
+    row = f"{decision.cluster_id}\0{arc.created or ''}\0{arc.title}\0{status}\0{path}"
+    return int.from_bytes(hashlib.sha1(row.encode(), usedforsecurity=False).digest()[:8], "big")
+
+
+_KEY_MOD = 1 << 64
+
+
+def dashboards_key(decisions: KeeperDecisions) -> str:
+    """What the dashboards list (ids, titles, dates, statuses, folders): unchanged key, unchanged
+    files. A sum of one hash per arc, so a tick that changes a few arcs can update it
+    (:func:`dashboards_key_after`) without the others."""
+    total = sum(_dashboard_row(d) for d in decisions.arcs.values() if d.note.arc is not None)
+    return f"{total % _KEY_MOD:016x}"
+
+
+def dashboards_key_after(key: str | None, changed: Iterable[ArcDecision]) -> str | None:
+    """``key`` with the lines of ``changed`` as decided instead of as their files stood."""
+    try:
+        total = int(key or "", 16)
+    except ValueError:
+        return None
+    for d in changed:
+        if d.note.arc is not None:
+            total += _dashboard_row(d) - _dashboard_row(d, before=True)
+    return f"{total % _KEY_MOD:016x}"
+
+
+def arcs_key(snapshot: Snapshot) -> str:
+    """What the candidate pairs are computed from: not heat, status or folder (a keeper edit or
+    move leaves them as they are), only whether an arc is a tombstone or an alarm file."""
+    rows = []
+    for path, note in snapshot.notes.items():
+        arc = note.arc
+        if arc is not None:
+            edges = ",".join(m.attr("target") or "" for m in note.markers if m.type == "edge")
+            rows.append(f"{arc.cluster_id}\0{path.startswith('amygdala/')}\0{arc.is_tombstone}\0{arc.title}\0"
+                        f"{arc.project}\0{arc.created}\0{arc.last_active}\0{','.join(arc.source_sessions)}\0"
+                        f"{edges}\n")
+    rows.sort()
+    return hashlib.sha1("".join(rows).encode(), usedforsecurity=False).hexdigest()
+
+
+def cached_candidates(snapshot: Snapshot, state: Mapping[str, Any], *, same_files: bool = False) -> tuple[str, dict[str, Any]]:
+    """The ``--no-ai`` candidate report (and its key), reused from the last tick while the arcs are the same.
+
+    ``same_files``: the listing is the very one the last tick left (:func:`_same_files`: files, sizes,
+    mtimes, settings, code), so the arcs are too and their key is the one saved, not recomputed.
+    """
+    cached = state.get("candidates")
+    saved = cached.get("key") if isinstance(cached, dict) else None
+    key = saved if same_files and isinstance(saved, str) else arcs_key(snapshot)
+    if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("report"), dict):
+        return key, dict(cached["report"])
+    return key, candidate_report(snapshot.notes.values())
+
+
+#: Markers whose notes every feed build reads, wherever they are (the signals and inject files).
+_VIEW_MARKERS = frozenset({"signal", "inject"})
+
+
+def view_notes(snapshot: Snapshot, decisions: KeeperDecisions, feed_reads: frozenset[str]) -> list[Note] | None:
+    """The notes a later tick needs while the files stay as this tick left them: every arc whose
+    heat is above 0 or can still change (:func:`brain.core.heat.next_change`) or that sits in
+    conscious, the arcs the feed can list (``feed_reads``) or whose dates are reported, and every
+    note with signals, injects or problems. The others keep heat 0 and their place for good, and
+    no feed file reads them. None: no quiet tick (duplicate cluster_ids need every note)."""
+    if decisions.duplicates:
+        return None
+    keep = {d.path for cid, d in decisions.arcs.items()
+            if d.heat > 0 or d.next_change is not None or in_conscious(d.path) or cid in feed_reads
+            or cid in decisions.dated_badly}
+    return [note for path, note in snapshot.notes.items()
+            if path in keep or note.problems or path.startswith("amygdala/")
+            or any(m.type in _VIEW_MARKERS for m in note.markers)]
+
+
+def listing_after(listing: Listing, snapshot: Snapshot, result: writer.ApplyResult) -> Listing:
+    """The listing as the next tick will see it: this tick's own changes folded in, stat'ed once."""
+    after = dict(listing)
+    for src, _dst in result.moved:
+        after.pop(src, None)
+    for path in result.deleted:
+        after.pop(path, None)
+    for path in {*result.written, *(dst for _, dst in result.moved)}:
+        note = snapshot.notes.get(path)
+        if note is not None and note.mtime_ns:
+            after[path] = (note.size, note.mtime_ns)
+        elif path in snapshot.notes or path in listing:
+            try:
+                st = os.stat(snapshot.vault / path)
+            except OSError:
+                after.pop(path, None)
+                continue
+            after[path] = (st.st_size, st.st_mtime_ns)
+    return after
+
+
+def same_standing(old: Note | None, new: Note | None) -> bool:
+    """An edit (``old`` -> ``new``; None: no file) that reaches no note but its own: both are not
+    arcs (a note outside the compartments, an unparsable one, none), or both are the same arc by
+    every fact read outside it (its frontmatter, its dates and its edges), so its dashboard line,
+    candidate row and rank in every feed stay as they were. A new or deleted arc is not."""
+    if old is None or new is None:
+        only = new if old is None else old
+        return only is None or only.arc is None
+    if old.arc is None or new.arc is None:
+        return old.arc is None and new.arc is None
+    return (old.arc == new.arc and created_of(old) == created_of(new) and last_active_of(old) == last_active_of(new)
+            and _edges(old) == _edges(new))
+
+
+def _edges(note: Note) -> list[str | None]:
+    return [m.attr("target") for m in note.markers if m.type == "edge"]
