@@ -118,3 +118,49 @@ def test_an_edit_between_the_check_and_the_journal_stays_the_operators(tmp_path:
     manifest = writer.load_manifest(vault, journal.tick_id)  # every field checked: a journal undo can trust
     assert [op["path"] for op in manifest["ops"]] == [other.relative_to(vault).as_posix()]
     assert writer.before_image(vault / writer.JOURNAL_DIR / journal.tick_id, manifest["ops"][0]) is not None
+
+
+def test_a_journaled_write_reads_each_arc_once_and_a_same_size_edit_is_still_caught(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's check of an arc the plan expects is a stat; its one read is the journal's, which
+    compares the bytes with the plan's hash. An edit that keeps the file's size (only its bytes can
+    tell) made after the plan is a conflict there, before anything is written."""
+    from brain.core.plan import Expect, MoveFile, Plan, WriteFile
+    from brain.io import writer
+
+    vault = init_vault(tmp_path / "v")
+    edited = write_arc(vault, "clusters/2026-11-21", "2026-11-21-e-0123456789ab")
+    kept = write_arc(vault, "clusters/2026-11-21", "2026-11-21-k-0123456789ab")
+    moved = write_arc(vault, "clusters/2026-11-21", "2026-11-21-m-0123456789ab")
+    plan = Plan()
+    for path in (edited, kept, moved):
+        rel = path.relative_to(vault).as_posix()
+        data = path.read_bytes()
+        expect = Expect(len(data), path.stat().st_mtime_ns, writer.sha1_bytes(data))
+        new = data.replace(b"heat: 0", b"heat: 3")
+        if path is moved:
+            plan.add(MoveFile(rel, f"left/projects/{path.name}", content=new, expect=expect, reason="graduated"))
+        else:
+            plan.add(WriteFile(rel, new, expect, reason="heat"))
+    text = edited.read_bytes()
+    edited.write_bytes(text.replace(b"heat: 0", b"heat: 9"))  # same size, other bytes
+    reads: list[str] = []
+    real_read = writer._read
+
+    def read(path: Path) -> bytes | None:
+        reads.append(Path(path).relative_to(vault).as_posix())
+        return real_read(path)
+
+    monkeypatch.setattr(writer, "_read", read)
+    journal = writer.Journal(vault, "20261121T120000Z-once", datetime(2026, 11, 21, 12, tzinfo=UTC))
+    result = writer.apply_plan(vault, plan, journal=journal, dry_run=False)
+    writer.flush_discards()
+    edited_rel = edited.relative_to(vault).as_posix()
+    assert sorted(reads) == sorted(p.relative_to(vault).as_posix() for p in (edited, kept, moved))  # once each
+    assert result.conflicts == {edited_rel}
+    assert [p.message for p in result.problems] == ["changed since the scan; left as it is, the next tick takes it up"]
+    assert b"heat: 9" in edited.read_bytes()
+    assert b"heat: 3" in kept.read_bytes() and b"heat: 3" in (vault / "left/projects" / moved.name).read_bytes()
+    assert not moved.exists()
+    manifest = writer.load_manifest(vault, journal.tick_id)
+    assert sorted(op["path"] for op in manifest["ops"]) == sorted(p.relative_to(vault).as_posix() for p in (kept, moved))

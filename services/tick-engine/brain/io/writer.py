@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -355,7 +356,7 @@ def apply_plan(
     verified: set[str] = set()
     for op in plan.operations:
         try:
-            item = _resolve(vault, op, result, verified)
+            item = _resolve(vault, op, result, verified, journaled=journal is not None and not dry_run)
         except ConfinementError as exc:
             path = _source(op)
             result.problems.append(Problem(path, None, f"refused: {exc}"))
@@ -436,21 +437,63 @@ def _conflict(result: ApplyResult, path: str, why: str) -> None:
     result.problems.append(Problem(path, None, f"{why}; left as it is, the next tick takes it up"))
 
 
+def _checked_by_journal(path: Path, op: WriteFile | MoveFile, result: ApplyResult) -> _Resolved | None:
+    """An arc change the journal will check: its bytes are read once, by the journal as it packs
+    them (:func:`_images`), and compared with the hash the plan expects; here only a stat. A file
+    gone, not a regular file any more, or of another size is a conflict at once; one of the same
+    size whose bytes differ is one when the journal reads it, before anything is written.
+    ``op.expect`` is set and ``op.before`` is None (the planner kept no copy)."""
+    assert op.expect is not None
+    source = _source(op)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):
+        _conflict(result, source, "not a regular file" if st is not None and isinstance(op, WriteFile)
+                  else "changed since the scan")
+        return None
+    if st.st_size != op.expect.size:
+        _conflict(result, source, "changed since the scan")
+        return None
+    after_sha1 = sha1_bytes(op.content) if op.content is not None else op.expect.sha1
+    return _Resolved(op, None, op.expect.sha1, after_sha1, (st.st_size, st.st_mtime_ns, st.st_ino))
+
+
+def _deferred(op: WriteFile | MoveFile, journaled: bool) -> bool:
+    """Whether the journal's read is the only one ``op`` needs (:func:`_checked_by_journal`): an
+    arc the plan expects, with no planner copy, whose new content is not what it already holds."""
+    if not journaled or op.expect is None or op.before is not None or (isinstance(op, WriteFile) and op.owned):
+        return False
+    content = op.content
+    return content is None or len(content) != op.expect.size or sha1_bytes(content) != op.expect.sha1
+
+
 def _resolve(
-    vault: Path, op: WriteFile | MoveFile | DeleteFile, result: ApplyResult, verified: set[str]
+    vault: Path, op: WriteFile | MoveFile | DeleteFile, result: ApplyResult, verified: set[str], *,
+    journaled: bool = False,
 ) -> _Resolved | None:
+    """``op`` checked against the file it will replace, move or delete (None: nothing to do, or a
+    conflict added to ``result``). ``journaled``: the journal reads each before-image as it packs
+    it, so an arc the plan expects is checked there rather than read twice."""
     if isinstance(op, MoveFile):
         src, dst = confined(vault, op.src, verified), confined(vault, op.dst, verified)
-        current, seen = _current(src, op.expect, op.before)
-        if not _matches(src, op.expect, current):
-            _conflict(result, op.src, "changed since the scan")
-            return None
-        if os.path.lexists(dst):  # a file, or a link (even a dangling one)
+        if _deferred(op, journaled):
+            item = _checked_by_journal(src, op, result)
+        else:
+            current, seen = _current(src, op.expect, op.before)
+            if not _matches(src, op.expect, current):
+                _conflict(result, op.src, "changed since the scan")
+                return None
+            item = _resolved(op, current, op.content if op.content is not None else current, seen)
+        if item is not None and os.path.lexists(dst):  # a file, or a link (even a dangling one)
             _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
             return None
-        return _resolved(op, current, op.content if op.content is not None else current, seen)
+        return item
     path = confined(vault, op.path, verified)
     if isinstance(op, WriteFile):
+        if _deferred(op, journaled):
+            return _checked_by_journal(path, op, result)
         current, seen = _current(path, op.expect, op.before)
         if current is None and os.path.lexists(path):  # a folder or a named pipe there: never replaced
             _conflict(result, op.path, "not a regular file")
@@ -838,8 +881,8 @@ def _why(exc: Exception) -> str:
 
 
 def _staged_stat(tmp: str) -> tuple[int, int] | None:
-    stat = _stat_of(tmp)
-    return None if stat is None else stat[:2]
+    found = _stat_of(tmp)
+    return None if found is None else found[:2]
 
 
 # --- recovery and undo -------------------------------------------------------------------
