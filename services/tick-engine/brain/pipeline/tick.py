@@ -360,6 +360,8 @@ def _run(tick: _Tick) -> None:
         whole = state.get("stats", {})
         report.stats.update({key: int(whole.get(key, 0)) + tick.counted.get(key, 0)
                              for key in ("arcs", "lessons", "edges")})
+    if tick.index_child is not None:  # built beside the writes (:func:`_index_alongside`)
+        _refresh_index(tick, snapshot)
     if not dry_run:  # what the next tick reads, as this one verified it
         writer.prune_journals(vault, s.journal_keep)
         _save_state(tick, listing, snapshot, final,
@@ -375,14 +377,19 @@ def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan, memo: Mem
     and the heat memo follow the files as verify read them. Returns the snapshot verify leads to."""
     report, s, vault = tick.report, tick.s, tick.vault
     t = time.perf_counter()
+    # An index built beside the writes is waited for last (:func:`_run`), when the tick has
+    # nothing else to do; it was built from the plan's bytes, so verify keeps none for it.
+    alongside = tick.index_child is not None
     snapshot, reread, failures = verify_written(s, tick.now, snapshot, report.result, tick.feed_rel,
-                                                feed_tokens=final_plan.feed_tokens, decided=final_plan.decisions)
+                                                feed_tokens=final_plan.feed_tokens, decided=final_plan.decisions,
+                                                keep_bytes=not alongside)
     _verify_report(report, VerifyReport(ms=0.0, failures=failures, reread=reread))
     # The index first, while the snapshot holds the bytes verify read (a cold tick indexes every
     # arc without reading it a third time); then they go, before the cache is saved. Its time is
     # not verify's (the report's phases stay what they were).
     started = time.perf_counter()
-    _refresh_index(tick, snapshot)
+    if not alongside:
+        _refresh_index(tick, snapshot)
     indexing = _ms(started)
     snapshot = dataclasses.replace(snapshot, raw={})
     if not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached

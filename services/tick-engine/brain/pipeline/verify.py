@@ -63,6 +63,7 @@ def verify_written(
     *,
     feed_tokens: int = 0,
     decided: KeeperDecisions | None = None,
+    keep_bytes: bool = True,
 ) -> tuple[Snapshot, int, list[Problem]]:
     """SPEC §9 invariants after a tick; returns the snapshot as re-read, the files read, the failures.
 
@@ -73,10 +74,11 @@ def verify_written(
     the feed budget, and a second keeper pass at the same instant that changes nothing.
     ``decided``: the keeper's decisions at ``now``; the second pass recomputes heat only for the
     arcs whose note is not the one decided there (what this tick wrote or re-read).
+    ``keep_bytes``: the returned snapshot holds the bytes read (for the search index to take).
     """
     read: dict[str, bytes] = {}
     updated = read_back(snapshot, {p for p in (*result.written, *(dst for _, dst in result.moved))
-                                    if p in snapshot.notes}, read)
+                                    if p in snapshot.notes}, read if keep_bytes else None)
     snapshot = snapshot.with_changes(updated, read=read)  # the search index takes the bytes from here
     failures: list[Problem] = []
     written = set(result.written) | {dst for _, dst in result.moved}
