@@ -8,6 +8,7 @@ definition gives: each item but booleans through ``_line``, blanks and repeats d
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,3 +71,21 @@ def test_every_white_space_character_in_an_item_reads_as_the_definition_reads_it
         if char.isspace():
             for items in ([f"a{char}b"], [char], ["a", f"{char}b"], [f"a{char}", "b"]):
                 _same(items)
+
+
+def test_replaced_is_dataclasses_replace_for_plain_frozen_dataclasses() -> None:
+    import dataclasses
+
+    import pytest
+
+    from brain.core.heat import HeatInputs
+    from brain.core.model import Problem, replaced
+
+    problem = Problem("a.md", 3, "bad")
+    assert replaced(problem, path="b.md") == dataclasses.replace(problem, path="b.md") == Problem("b.md", 3, "bad")
+    assert problem.path == "a.md"  # the original is left as it was
+    inputs = HeatInputs(datetime(2026, 1, 1, tzinfo=UTC), 1, 2, "active", 0, False, None)
+    assert replaced(inputs, status="graduated") == dataclasses.replace(inputs, status="graduated")
+    assert hash(replaced(inputs, status="graduated")) == hash(dataclasses.replace(inputs, status="graduated"))
+    with pytest.raises(TypeError, match="no field 'stauts'"):
+        replaced(inputs, stauts="graduated")

@@ -6,7 +6,6 @@ move is decided before any file is touched, and an arc gets at most one move per
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from brain.core.heat import (
     next_change,
 )
 from brain.core.markers import Marker
-from brain.core.model import Note, Problem, built, field_names
+from brain.core.model import Note, Problem, built, field_names, replaced
 from brain.core.timeutil import parse_instant
 from brain.core.vocab import (
     CONSCIOUS,
@@ -311,7 +310,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
 
 
 def _with_status(inputs: HeatInputs, status: str) -> HeatInputs:
-    return dataclasses.replace(inputs, status=status)
+    return replaced(inputs, status=status)
 
 
 def predict(note: Note, decision: ArcDecision, old: str, new: str, data: bytes) -> Note | None:
@@ -333,12 +332,12 @@ def predict(note: Note, decision: ArcDecision, old: str, new: str, data: bytes) 
         size=len(data),
         mtime_ns=0,
         sha1=hashlib.sha1(data, usedforsecurity=False).hexdigest(),
-        arc=dataclasses.replace(arc, heat=decision.heat, status=decision.status),
+        arc=replaced(arc, heat=decision.heat, status=decision.status),
         markers=tuple(  # the constructor, not dataclasses.replace: 30 000 of them in a cold tick
             Marker(m.type, m.attrs, m.content, m.line, m.start + delta, m.open_end + delta, m.end + delta)
             for m in note.markers
         ),
-        problems=tuple(dataclasses.replace(p, path=decision.path) for p in note.problems),
+        problems=tuple(replaced(p, path=decision.path) for p in note.problems),
         parsed=True,
         body_offset=note.body_offset + delta,
     )
@@ -369,7 +368,7 @@ def render(text: str, decision: ArcDecision) -> str:
         front = document.frontmatter or ""
         simple = frontmatter.set_scalars(front, updates, plain=decision.note.plain_front)  # type: ignore[arg-type]
         new_front = simple if simple is not None else frontmatter.set_keys(front, updates)
-        document = dataclasses.replace(document, frontmatter=new_front)
+        document = replaced(document, frontmatter=new_front)
     return document.render()
 
 
