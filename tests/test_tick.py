@@ -815,6 +815,30 @@ def test_named_pipes_in_place_of_the_state_files_never_hold_a_run(vault: Path) -
     extract(settings, datetime(2026, 11, 21, 14, tzinfo=UTC), cursor=vault / ".brain" / "extract-cursor.json")
 
 
+
+@pytest.mark.parametrize("name", ["tick-state.json", "tick-listing"])
+def test_a_folder_in_place_of_the_tick_state_is_reported_and_the_tick_goes_on(vault: Path, name: str) -> None:
+    """The state a tick leaves for the next is a cache: a folder where it goes (it cannot be
+    replaced) costs the next tick its shortcut, reported with its path, never the tick itself."""
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-hot-0123456789ab", sessions=["a", "b", "c"],
+              tool_calls=2000, last_active="2026-11-21T11:00:00Z")
+    assert run_tick_json(vault)[0] == 0
+    state = vault / ".brain" / name
+    state.unlink()
+    state.mkdir()
+    code, report = run_tick_json(vault, now="2026-11-21T14:00:00Z")
+    assert code == 0, report["problems"]
+    assert [p for p in report["problems"] if "state not saved" in p["message"]] == [
+        {"path": f".brain/{name}", "line": None,
+         "message": "tick state not saved (Is a directory); the next tick does the whole work"}]
+    assert report["changes"]["written"]  # the heat change and the feed were written all the same
+    assert state.is_dir()  # never removed: not the tick's to delete
+    state.rmdir()
+    code, report = run_tick_json(vault, now="2026-11-21T16:00:00Z")
+    assert code == 0 and not report["problems"], report["problems"]
+    assert (vault / ".brain" / name).is_file()
+
+
 def test_the_writers_worker_threads_try_every_item_and_raise_the_first_failure() -> None:
     """Parallel fsyncs and background unlinks run on plain threads (no concurrent.futures and
     the logging it imports in every tick process), with ThreadPoolExecutor.map's contract."""

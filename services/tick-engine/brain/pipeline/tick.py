@@ -635,6 +635,17 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
     ``feed_inputs``: feed name -> its inputs digest and the hash of the text written
     (:func:`feed_before`); ``view``: the notes a quiet tick on these very files needs
     (:func:`view_notes`)."""
+    try:
+        _write_state(tick, listing, snapshot, decisions, dashboards, feed_inputs, view)
+    except OSError as exc:  # a folder or a read-only file where the state goes: the next tick does it all
+        named = exc.filename2 or exc.filename  # a rename's target, not the temp file it came from
+        where = os.path.relpath(named, tick.vault) if isinstance(named, str) else STATE_FILE
+        tick.report.problems.append(Problem(where, None, f"tick state not saved ({exc.strerror or exc}); "
+                                                         "the next tick does the whole work"))
+
+
+def _write_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
+                 dashboards: str | None, feed_inputs: Mapping[str, list[str]], view: Iterable[Note] | None) -> None:
     report, vault = tick.report, tick.vault
     path = vault / STATE_FILE
     if report.exit_code != 0 or report.result.conflicts or report.amygdala_failed or report.ai_applied:
