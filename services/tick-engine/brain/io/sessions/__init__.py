@@ -32,6 +32,7 @@ from typing import IO, Any
 from brain.core.project import project_name
 from brain.core.redaction import clean_text, redact
 from brain.core.session import MAX_PROMPTS, SESSION_TITLE_CHARS, Session, is_joyful
+from brain.core.text import strip_ansi
 from brain.core.timeutil import parse_instant
 from brain.core.worklog import WorkLog
 
@@ -311,14 +312,13 @@ class PromptTrack:
 
 # ---------------------------------------------------------------------------------- text
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _BLANK_RUN = re.compile(r"\n\s*\n(?:\s*\n)+")
 
 def clean_prompt(text: str) -> str:
     """Prompt text for the bundle: sanitised, redacted, control codes gone, cut to PROMPT_CHARS."""
     text = clean_text(text[:PROMPT_KEEP_CHARS])
-    text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
+    text = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
     text = _CONTROL.sub("", text)
     text = redact(text)
     text = _BLANK_RUN.sub("\n\n", text).strip()
@@ -333,7 +333,7 @@ def one_line(value: Any, limit: int = 300) -> str:
     """A short single-line string field (cwd, branch, tool name) made safe for the bundle."""
     if not isinstance(value, str):
         return ""
-    text = _CONTROL.sub("", _ANSI.sub("", clean_text(value))).replace("\n", " ").strip()
+    text = _CONTROL.sub("", strip_ansi(clean_text(value))).replace("\n", " ").strip()
     return redact(text[:limit])
 
 
