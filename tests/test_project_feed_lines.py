@@ -179,9 +179,9 @@ def test_used_here_lists_the_projects_own_files_before_installed_dependencies_ac
 
 def test_a_project_of_many_files_lists_ninety_when_they_fit_the_budget_else_sixty() -> None:
     """IDAHO-VAULT (a notes vault, hundreds of notes): the latest arcs' sixty files left out most of
-    what the next sessions read again; ninety fit its budget. A file that would fill more than three
-    quarters of its budget with ninety keeps sixty, so the longer list never pushes the commands out,
-    here or in the hook (my-claude: the hook's cut took a near-budget feed's commands line)."""
+    what the next sessions read again; ninety fit its budget. A file that would not fit its budget
+    with ninety keeps sixty, so the longer list never pushes the commands out (in the hook, which
+    adds lines above, the list's tail goes before the commands line: test_hook)."""
     from dataclasses import replace as with_
 
     latest = arc_note("2026-11-21-b-0123456789e1", title="Sort the inbox", files=["inbox/a.md"])
@@ -200,7 +200,9 @@ def test_a_project_of_many_files_lists_ninety_when_they_fit_the_budget_else_sixt
 
     count, text = files_listed(2000)
     assert count == 90 and "`tool0 run`" in text
-    count, text = files_listed(600)  # ninety (504 tokens) would fill more than 450: sixty, the commands stay
+    count, text = files_listed(520)  # ninety (504 tokens) fit, near the budget: ninety
+    assert count == 90 and "`tool0 run`" in text
+    count, text = files_listed(500)  # ninety would not fit: sixty, the commands stay
     assert count == 60 and "`tool0 run`" in text
 
 

@@ -128,13 +128,44 @@ def read_feed(folder: Path) -> list[FeedSection]:
     return sections
 
 
+#: A project file's "used here" files line, and how many of its files the hook keeps before it
+#: cuts whole lines (``project_feed.TIGHT_FILES``: what the tick lists when the file is near its budget).
+FILES_LINE, FILES_KEPT = "- Files: ", 60
+_LISTED = re.compile(r"`[^`]*`")
+
+
+def shorter_files(body: str, room: int) -> str:
+    """``body`` with its files line's tail (the files after the first :data:`FILES_KEPT`, the
+    least ranked) cut until ``body`` fits ``room``, or down to those first files: the tick lists
+    up to ninety files when its file fits the budget, and a session that just ended, shown above,
+    must not push out the commands line below them first. ``body`` as it is without such a line."""
+    lines = body.split("\n")
+    for at, line in enumerate(lines):
+        if not line.startswith(FILES_LINE):
+            continue
+        files = _LISTED.findall(line)
+        if len(files) <= FILES_KEPT or FILES_LINE + ", ".join(files) != line:
+            return body  # not a list the tick wrote
+        over = len(body) - room
+        keep = len(files)
+        while keep > FILES_KEPT and over > 0:
+            keep -= 1
+            over -= len(files[keep]) + 2
+        lines[at] = FILES_LINE + ", ".join(files[:keep])
+        return "\n".join(lines)
+    return body
+
+
 def assemble(sections: Iterable[FeedSection], budget_chars: int) -> str:
     """The sections joined within ``budget_chars``: lower-priority files go first, whole;
-    the first file that does not fit is cut at a line boundary to fill what is left."""
+    the first file that does not fit loses its files line's tail (:func:`shorter_files`), then
+    is cut at a line boundary to fill what is left."""
     parts: list[str] = []
     used = 0
     for section in sections:
         gap = 2 if parts else 0
+        if used + gap + len(section.body) > budget_chars:
+            section = section._replace(body=shorter_files(section.body, budget_chars - used - gap))
         if used + gap + len(section.body) <= budget_chars:
             parts.append(section.body)
             used += gap + len(section.body)
