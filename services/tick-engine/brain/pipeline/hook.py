@@ -629,6 +629,18 @@ def just_before(folder: Path, index: ProjectIndex, project: str, now: datetime) 
     return None
 
 
+#: The line of a session's last reply (``core.handoff``), after its title line.
+_LAST_REPLY = "- Its last reply: "
+
+
+def left_nothing(lines: list[str]) -> bool:
+    """A session that ended without any work: no file, command, identifier, error or todo after
+    its title line, at most a reply (``hi`` and ``How can I help you?``, a start the operator gave
+    up on at once). Its lines name nothing the next session needs, and the feed below says where
+    the work stands."""
+    return all(line.startswith(_LAST_REPLY) for line in lines[1:])
+
+
 def ended_section(state: Path, index: ProjectIndex | None, project: str | None, cwd: str, session_id: str | None,
                   now: datetime) -> FeedSection | None:
     """What the sessions that ended here before ``now`` left (``session-end``), newest first, while
@@ -656,7 +668,7 @@ def ended_section(state: Path, index: ProjectIndex | None, project: str | None, 
             if isinstance(data.get("lines"), list) else []
         their_cwd, their_project = data.get("cwd"), data.get("project")
         if (ended is None or not 0 <= (now - ended).total_seconds() <= ENDED_KEEP_DAYS * 86_400 or not lines
-                or not isinstance(their_cwd, str)):
+                or not isinstance(their_cwd, str) or left_nothing(lines)):
             continue
         filed_under = find_project(index, their_cwd) if index is not None else None
         if normal_path(their_cwd).lower() != here and (project is None or filed_under != project):
