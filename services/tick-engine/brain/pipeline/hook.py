@@ -137,7 +137,7 @@ _LISTED = re.compile(r"`[^`]*`")
 def shorter_files(body: str, room: int) -> str:
     """``body`` with its files line's tail (the files after the first :data:`FILES_KEPT`, the
     least ranked) cut until ``body`` fits ``room``, or down to those first files: the tick lists
-    up to ninety files when its file fits the budget, and a session that just ended, shown above,
+    up to 120 files when its file fits the budget, and a session that just ended, shown above,
     must not push out the commands line below them first. ``body`` as it is without such a line."""
     lines = body.split("\n")
     for at, line in enumerate(lines):
