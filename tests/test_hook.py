@@ -113,6 +113,36 @@ def test_assemble_fills_the_rest_with_the_first_file_that_does_not_fit() -> None
     assert hook.assemble(sections, 5) == ""  # not even the top file's first line fits
 
 
+def test_the_cut_shortens_a_long_files_line_before_it_drops_the_commands_line() -> None:
+    """my-claude (real logs): a session that just ended, shown above a near-budget project file of
+    ninety files, made the cut take the commands line below them. The files line loses its tail
+    first (the least ranked files, down to sixty), and only as much of it as the budget needs."""
+    from brain.core.project_feed import TIGHT_FILES
+
+    assert hook.FILES_KEPT == TIGHT_FILES
+    files = ", ".join(f"`notes/n{i:02d}.md`" for i in range(90))
+    commands = ", ".join(f"`uv run task{i}`" for i in range(10))
+    body = f"# alpha: where we left off\n\n## Used here recently\n\n- Files: {files}\n- Commands: {commands}"
+    ended = hook.FeedSection(hook.ENDED_SECTION, 100, "# A session here ended\n\n" + "x" * 100)
+    budget = len(ended.body) + 2 + len(body) - 10 * len("`notes/n00.md`, ")
+    text = hook.assemble([ended, hook.FeedSection("alpha.md", 50, body)], budget)
+    assert len(text) <= budget and text.endswith(f"- Commands: {commands}")
+    assert "`notes/n79.md`" in text and "`notes/n80.md`" not in text  # ten files, not thirty
+    assert hook.CUT_NOTE not in text
+
+    tight_budget = budget - 20 * len("`notes/n00.md`, ") - 100  # sixty files fit, the commands do not
+    tight = hook.assemble([ended, hook.FeedSection("alpha.md", 50, body)], tight_budget)
+    assert len(tight) <= tight_budget and "`notes/n59.md`" in tight and "`notes/n60.md`" not in tight
+    assert "uv run task0" not in tight and tight.endswith(hook.CUT_NOTE.strip("\n"))  # then lines go
+
+
+def test_the_cut_leaves_a_files_line_of_sixty_or_one_it_did_not_write_as_it_is() -> None:
+    sixty = "- Files: " + ", ".join(f"`n{i}.md`" for i in range(60))
+    assert hook.shorter_files(f"{sixty}\n- Commands: `make`", 10) == f"{sixty}\n- Commands: `make`"
+    odd = "- Files: " + ", ".join(f"`n{i}.md`" for i in range(80)) + " and more"
+    assert hook.shorter_files(odd, 10) == odd
+
+
 def test_disabled_prints_nothing(feed: Path) -> None:
     result = invoke("session-start", "--brain-feed", str(feed), env={"BRAIN_ENABLED": "false"})
     assert result.exit_code == 0 and result.stdout == ""

@@ -162,6 +162,27 @@ def test_a_session_nobody_typed_a_prompt_in_leaves_nothing(feed: Path, logs: Pat
     assert "# A session here ended" in start(feed, state)
 
 
+def test_a_session_that_ended_without_any_work_is_not_shown(feed: Path, logs: Path, tmp_path: Path) -> None:
+    """dotfile/paas-controller and M-Claude (real logs): a session opened and left after a prompt
+    or two and a reply ("hi", "How can I help you?"), no file, command or error, took two or three
+    lines above the project's feed that named nothing the next session needed. One that did any
+    work still leads."""
+    from tests.eval_logs import SessionLog
+    state, idle = tmp_path / "state", "1d6e0bad-1959-4eec-a9d2-0bfade768d8f"
+    log = SessionLog(idle, CWD, "2026-02-10T22:00").prompt("hi").prompt("look at the importer")
+    (logs / f"{idle}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log.records))
+    end(feed, state, logs, idle)
+    (feed / "projects" / "index.json").write_text(json.dumps(index("2026-02-10T20:00:00Z")))
+    assert "# A session here ended" not in start(feed, state)
+    entry = json.loads((state / "ended" / f"{idle}.json").read_text())
+    assert "look at the importer" in entry["lines"][0] and entry["lines"][1:] == ['- Its last reply: "On it."']
+
+    end(feed, state, logs)  # one that did work leads
+    context = start(feed, state)
+    assert context.count("# A session here ended") == 1 and "start phoenix in background" in context
+    assert "look at the importer" not in context
+
+
 def test_two_sessions_that_left_the_same_lines_are_shown_once(feed: Path, logs: Path, tmp_path: Path) -> None:
     """A session and the copy its resume starts with (another id, the same records) both end:
     the next session reads what they left once (xuwentao/paas-controller had it twice)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -177,17 +178,17 @@ def test_used_here_lists_the_projects_own_files_before_installed_dependencies_ac
         "- Files: `lib/spotter/transcripts/session.ex`, `mix.exs`, `deps/opentelemetry_api/src/otel_span.erl`"]
 
 
-def test_a_project_of_many_files_lists_ninety_when_they_fit_the_budget_else_sixty() -> None:
+def test_a_project_of_many_files_lists_up_to_120_when_they_fit_the_budget_else_ninety_or_sixty() -> None:
     """IDAHO-VAULT (a notes vault, hundreds of notes): the latest arcs' sixty files left out most of
-    what the next sessions read again; ninety fit its budget. A file that would fill more than three
-    quarters of its budget with ninety keeps sixty, so the longer list never pushes the commands out,
-    here or in the hook (my-claude: the hook's cut took a near-budget feed's commands line)."""
+    what the next sessions read again; 120 fit its budget. A file that would not fit its budget
+    with them keeps ninety, or sixty, so the longer list never pushes the commands out (in the hook,
+    which adds lines above, the list's tail goes before the commands line: test_hook)."""
     from dataclasses import replace as with_
 
     latest = arc_note("2026-11-21-b-0123456789e1", title="Sort the inbox", files=["inbox/a.md"])
     older = [arc_note(f"2026-11-{10 + i}-a-0123456789e{i + 2}", title=f"Notes {i}", created=f"2026-11-{10 + i}T09:00:00Z",
                       last_active=f"2026-11-{10 + i}T10:00:00Z", files=[f"notes/{i}/n{j}.md" for j in range(30)],
-                      commands=[f"tool{i} run"]) for i in range(4)]
+                      commands=[f"tool{i} run"]) for i in range(5)]
     notes = [latest, *older]
 
     def files_listed(budget: int) -> tuple[int, str]:
@@ -199,8 +200,14 @@ def test_a_project_of_many_files_lists_ninety_when_they_fit_the_budget_else_sixt
         return line.count("`") // 2, text
 
     count, text = files_listed(2000)
+    assert count == 120 and "`tool0 run`" in text
+    whole = math.ceil(len(text) / 4)  # the file with 120 files
+    count, text = files_listed(whole)  # they fit, at the budget: 120
+    assert count == 120 and "`tool0 run`" in text
+    count, text = files_listed(whole - 1)  # they would not fit, ninety do (vps-system fell back to sixty)
     assert count == 90 and "`tool0 run`" in text
-    count, text = files_listed(600)  # ninety (504 tokens) would fill more than 450: sixty, the commands stay
+    ninety = math.ceil(len(text) / 4)
+    count, text = files_listed(ninety - 1)  # ninety would not fit either: sixty, the commands stay
     assert count == 60 and "`tool0 run`" in text
 
 

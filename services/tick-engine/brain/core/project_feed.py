@@ -71,11 +71,13 @@ PRIORITY = 50
 RECENT_ARCS = 1
 AGGREGATE_ARCS = 20
 KEEP_TOP_ARCS = 3
-#: Files the "used here" line lists: up to :data:`MAX_FILES` when the file stays within
-#: :data:`ROOMY_SHARE` of its budget with them (a project of many files, a notes vault, needs more
-#: than the latest arcs' few), else :data:`TIGHT_FILES`: a longer list never pushes the commands or
-#: the lessons out, here or in the hook, which adds a session that just ended and title lines.
-MAX_FILES, TIGHT_FILES, ROOMY_SHARE = 90, 60, 0.75
+#: Files the "used here" line lists: up to :data:`MAX_FILES`, or the longest of :data:`FILES_STEPS`
+#: the file fits its budget with (a project of many files, a notes vault, needs more than the
+#: latest arcs' few), else :data:`TIGHT_FILES`: a longer list never pushes the commands or the
+#: lessons out. The hook, which adds a session that just ended and title lines, cuts the list's
+#: tail back to :data:`TIGHT_FILES` before it cuts a line (``hook.shorter_files``).
+MAX_FILES, TIGHT_FILES = 120, 60
+FILES_STEPS = (MAX_FILES, 90, TIGHT_FILES)
 #: Commands a project feed lists: what two arcs keep (15 each) and more, so an older arc's still get a
 #: place (an operator who ran `csrutil status` once last week runs it again).
 MAX_COMMANDS, MAX_IDENTIFIERS, MAX_ERRORS, MAX_ERROR_NAMES = 40, 20, 6, 10
@@ -700,9 +702,10 @@ def project_file(project: str, name: str, arcs: list[ProjectArc], signals: Seque
         worked = [arcs[0], *sorted([*arcs[1:], *visited], key=work_order)]
     rows, on_rows = recent_work(worked, learned)
     above = [*handoff(project, arcs), *signal_items, *rows, *lessons(arcs, learned, on_rows)]
-    feed.items = [*above, *used_here(worked, above), *inject_items]
-    if math.ceil(len(feed.render()) / 4) > s.feed_token_budget * ROOMY_SHARE:
-        feed.items = [*above, *used_here(worked, above, TIGHT_FILES), *inject_items]
+    for count in FILES_STEPS:  # the longest list the file fits its budget with, else the shortest
+        feed.items = [*above, *used_here(worked, above, count), *inject_items]
+        if count == TIGHT_FILES or math.ceil(len(feed.render()) / 4) <= s.feed_token_budget:
+            break
     fit_budget([feed], 0, s.feed_token_budget)
     return feed
 

@@ -128,13 +128,44 @@ def read_feed(folder: Path) -> list[FeedSection]:
     return sections
 
 
+#: A project file's "used here" files line, and how many of its files the hook keeps before it
+#: cuts whole lines (``project_feed.TIGHT_FILES``: what the tick lists when the file is near its budget).
+FILES_LINE, FILES_KEPT = "- Files: ", 60
+_LISTED = re.compile(r"`[^`]*`")
+
+
+def shorter_files(body: str, room: int) -> str:
+    """``body`` with its files line's tail (the files after the first :data:`FILES_KEPT`, the
+    least ranked) cut until ``body`` fits ``room``, or down to those first files: the tick lists
+    up to 120 files when its file fits the budget, and a session that just ended, shown above,
+    must not push out the commands line below them first. ``body`` as it is without such a line."""
+    lines = body.split("\n")
+    for at, line in enumerate(lines):
+        if not line.startswith(FILES_LINE):
+            continue
+        files = _LISTED.findall(line)
+        if len(files) <= FILES_KEPT or FILES_LINE + ", ".join(files) != line:
+            return body  # not a list the tick wrote
+        over = len(body) - room
+        keep = len(files)
+        while keep > FILES_KEPT and over > 0:
+            keep -= 1
+            over -= len(files[keep]) + 2
+        lines[at] = FILES_LINE + ", ".join(files[:keep])
+        return "\n".join(lines)
+    return body
+
+
 def assemble(sections: Iterable[FeedSection], budget_chars: int) -> str:
     """The sections joined within ``budget_chars``: lower-priority files go first, whole;
-    the first file that does not fit is cut at a line boundary to fill what is left."""
+    the first file that does not fit loses its files line's tail (:func:`shorter_files`), then
+    is cut at a line boundary to fill what is left."""
     parts: list[str] = []
     used = 0
     for section in sections:
         gap = 2 if parts else 0
+        if used + gap + len(section.body) > budget_chars:
+            section = section._replace(body=shorter_files(section.body, budget_chars - used - gap))
         if used + gap + len(section.body) <= budget_chars:
             parts.append(section.body)
             used += gap + len(section.body)
@@ -598,6 +629,18 @@ def just_before(folder: Path, index: ProjectIndex, project: str, now: datetime) 
     return None
 
 
+#: The line of a session's last reply (``core.handoff``), after its title line.
+_LAST_REPLY = "- Its last reply: "
+
+
+def left_nothing(lines: list[str]) -> bool:
+    """A session that ended without any work: no file, command, identifier, error or todo after
+    its title line, at most a reply (``hi`` and ``How can I help you?``, a start the operator gave
+    up on at once). Its lines name nothing the next session needs, and the feed below says where
+    the work stands."""
+    return all(line.startswith(_LAST_REPLY) for line in lines[1:])
+
+
 def ended_section(state: Path, index: ProjectIndex | None, project: str | None, cwd: str, session_id: str | None,
                   now: datetime) -> FeedSection | None:
     """What the sessions that ended here before ``now`` left (``session-end``), newest first, while
@@ -625,7 +668,7 @@ def ended_section(state: Path, index: ProjectIndex | None, project: str | None, 
             if isinstance(data.get("lines"), list) else []
         their_cwd, their_project = data.get("cwd"), data.get("project")
         if (ended is None or not 0 <= (now - ended).total_seconds() <= ENDED_KEEP_DAYS * 86_400 or not lines
-                or not isinstance(their_cwd, str)):
+                or not isinstance(their_cwd, str) or left_nothing(lines)):
             continue
         filed_under = find_project(index, their_cwd) if index is not None else None
         if normal_path(their_cwd).lower() != here and (project is None or filed_under != project):
