@@ -59,7 +59,7 @@ from brain.core.redaction import redact, redact_recurring
 from brain.core.text import cut_path
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
-from brain.core.vocab import RECENT_WORK, TOMBSTONE_STATUSES
+from brain.core.vocab import RECENT_WORK, TIGHT_FILES, TOMBSTONE_STATUSES
 from brain.core.workpaths import ABSOLUTE_PATH, DRIVE_PATH, own_files_first, sibling_folder
 from brain.settings import Settings
 
@@ -76,7 +76,7 @@ KEEP_TOP_ARCS = 3
 #: latest arcs' few), else :data:`TIGHT_FILES`: a longer list never pushes the commands or the
 #: lessons out. The hook, which adds a session that just ended and title lines, cuts the list's
 #: tail back to :data:`TIGHT_FILES` before it cuts a line (``hook.shorter_files``).
-MAX_FILES, TIGHT_FILES = 120, 60
+MAX_FILES = 120
 FILES_STEPS = (MAX_FILES, 90, TIGHT_FILES)
 #: Commands a project feed lists: what two arcs keep (15 each) and more, so an older arc's still get a
 #: place (an operator who ran `csrutil status` once last week runs it again).

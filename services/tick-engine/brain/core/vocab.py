@@ -24,6 +24,11 @@ ALARM_SEVERITIES = frozenset({"critical", "nuclear"})
 EDGE_TYPES = ("parent", "child", "sibling", "related", "unblocks", "supersedes")
 INJECT_TARGETS_FIXED = ("claude.md", "all")
 
+#: The files a project feed's "used here" line keeps at the least: the tick lists more when its file
+#: fits its budget with them (:mod:`brain.core.project_feed`), and the hook cuts the line back to
+#: these before it drops a whole line (``brain.pipeline.hook.shorter_files``).
+TIGHT_FILES = 60
+
 #: Where agents and operators leave notes for the next tick to drain (SPEC §15).
 INBOX = "raw/inbox"
 

@@ -39,7 +39,7 @@ from brain.core.project import (
     sole_owners,
 )
 from brain.core.project import repository_path as strip_worktree
-from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK
+from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK, TIGHT_FILES
 from brain.io.atomic import read_regular
 
 if TYPE_CHECKING:
@@ -128,14 +128,14 @@ def read_feed(folder: Path) -> list[FeedSection]:
     return sections
 
 
-#: A project file's "used here" files line, and how many of its files the hook keeps before it
-#: cuts whole lines (``project_feed.TIGHT_FILES``: what the tick lists when the file is near its budget).
-FILES_LINE, FILES_KEPT = "- Files: ", 60
+#: A project file's "used here" files line (it keeps its first :data:`TIGHT_FILES` before the hook
+#: cuts whole lines: what the tick lists when the file is near its budget).
+FILES_LINE = "- Files: "
 _LISTED = re.compile(r"`[^`]*`")
 
 
 def shorter_files(body: str, room: int) -> str:
-    """``body`` with its files line's tail (the files after the first :data:`FILES_KEPT`, the
+    """``body`` with its files line's tail (the files after the first :data:`TIGHT_FILES`, the
     least ranked) cut until ``body`` fits ``room``, or down to those first files: the tick lists
     up to 120 files when its file fits the budget, and a session that just ended, shown above,
     must not push out the commands line below them first. ``body`` as it is without such a line."""
@@ -144,11 +144,11 @@ def shorter_files(body: str, room: int) -> str:
         if not line.startswith(FILES_LINE):
             continue
         files = _LISTED.findall(line)
-        if len(files) <= FILES_KEPT or FILES_LINE + ", ".join(files) != line:
+        if len(files) <= TIGHT_FILES or FILES_LINE + ", ".join(files) != line:
             return body  # not a list the tick wrote
         over = len(body) - room
         keep = len(files)
-        while keep > FILES_KEPT and over > 0:
+        while keep > TIGHT_FILES and over > 0:
             keep -= 1
             over -= len(files[keep]) + 2
         lines[at] = FILES_LINE + ", ".join(files[:keep])
