@@ -437,12 +437,14 @@ def _conflict(result: ApplyResult, path: str, why: str) -> None:
     result.problems.append(Problem(path, None, f"{why}; left as it is, the next tick takes it up"))
 
 
-def _checked_by_journal(path: Path, op: WriteFile | MoveFile, result: ApplyResult) -> _Resolved | None:
+def _checked_by_journal(path: Path, op: WriteFile | MoveFile, after_sha1: str,
+                        result: ApplyResult) -> _Resolved | None:
     """An arc change the journal will check: its bytes are read once, by the journal as it packs
     them (:func:`_images`), and compared with the hash the plan expects; here only a stat. A file
     gone, not a regular file any more, or of another size is a conflict at once; one of the same
     size whose bytes differ is one when the journal reads it, before anything is written.
-    ``op.expect`` is set and ``op.before`` is None (the planner kept no copy)."""
+    ``op.expect`` is set and ``op.before`` is None (the planner kept no copy); ``after_sha1`` is
+    the hash of what the file holds once ``op`` is carried out (:func:`_deferred`)."""
     assert op.expect is not None
     source = _source(op)
     try:
@@ -456,17 +458,19 @@ def _checked_by_journal(path: Path, op: WriteFile | MoveFile, result: ApplyResul
     if st.st_size != op.expect.size:
         _conflict(result, source, "changed since the scan")
         return None
-    after_sha1 = sha1_bytes(op.content) if op.content is not None else op.expect.sha1
     return _Resolved(op, None, op.expect.sha1, after_sha1, (st.st_size, st.st_mtime_ns, st.st_ino))
 
 
-def _deferred(op: WriteFile | MoveFile, journaled: bool) -> bool:
-    """Whether the journal's read is the only one ``op`` needs (:func:`_checked_by_journal`): an
-    arc the plan expects, with no planner copy, whose new content is not what it already holds."""
+def _deferred(op: WriteFile | MoveFile, journaled: bool) -> str | None:
+    """When the journal's read is the only one ``op`` needs (:func:`_checked_by_journal`), the hash
+    of what its file holds once it is carried out; None otherwise. Only an arc the plan expects,
+    with no planner copy, whose new content is not what it already holds."""
     if not journaled or op.expect is None or op.before is not None or (isinstance(op, WriteFile) and op.owned):
-        return False
-    content = op.content
-    return content is None or len(content) != op.expect.size or sha1_bytes(content) != op.expect.sha1
+        return None
+    if op.content is None:  # a move: the same bytes, elsewhere
+        return op.expect.sha1
+    after = sha1_bytes(op.content)
+    return None if len(op.content) == op.expect.size and after == op.expect.sha1 else after
 
 
 def _resolve(
@@ -478,8 +482,9 @@ def _resolve(
     it, so an arc the plan expects is checked there rather than read twice."""
     if isinstance(op, MoveFile):
         src, dst = confined(vault, op.src, verified), confined(vault, op.dst, verified)
-        if _deferred(op, journaled):
-            item = _checked_by_journal(src, op, result)
+        after_sha1 = _deferred(op, journaled)
+        if after_sha1 is not None:
+            item = _checked_by_journal(src, op, after_sha1, result)
         else:
             current, seen = _current(src, op.expect, op.before)
             if not _matches(src, op.expect, current):
@@ -492,8 +497,9 @@ def _resolve(
         return item
     path = confined(vault, op.path, verified)
     if isinstance(op, WriteFile):
-        if _deferred(op, journaled):
-            return _checked_by_journal(path, op, result)
+        after_sha1 = _deferred(op, journaled)
+        if after_sha1 is not None:
+            return _checked_by_journal(path, op, after_sha1, result)
         current, seen = _current(path, op.expect, op.before)
         if current is None and os.path.lexists(path):  # a folder or a named pipe there: never replaced
             _conflict(result, op.path, "not a regular file")
