@@ -384,13 +384,14 @@ def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan, memo: Mem
                                                 feed_tokens=final_plan.feed_tokens, decided=final_plan.decisions,
                                                 keep_bytes=not alongside)
     _verify_report(report, VerifyReport(ms=0.0, failures=failures, reread=reread))
-    # The index first, while the snapshot holds the bytes verify read (a cold tick indexes every
-    # arc without reading it a third time); then they go, before the cache is saved. Its time is
-    # not verify's (the report's phases stay what they were).
-    started = time.perf_counter()
+    indexing = 0.0
     if not alongside:
+        # The index first, while the snapshot holds the bytes verify read (a cold tick indexes every
+        # arc without reading it a third time); then they go, before the cache is saved. Its time is
+        # not verify's (the report's phases stay what they were).
+        started = time.perf_counter()
         _refresh_index(tick, snapshot)
-    indexing = _ms(started)
+        indexing = _ms(started)
     snapshot = dataclasses.replace(snapshot, raw={})
     if not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached
                              or snapshot.stats.from_view):
