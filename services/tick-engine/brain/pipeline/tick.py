@@ -50,7 +50,7 @@ from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import INBOX
 from brain.io import writer
-from brain.io.atomic import ConfinementError, append_line, atomic_write, confined, read_regular
+from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
 from brain.io.background import Forked
 from brain.io.transaction import Preview, Target, Transaction, transaction
 from brain.io.vault import (
@@ -95,7 +95,7 @@ from brain.pipeline.tick_state import (
     saved_listing,
     view_notes,
 )
-from brain.pipeline.verify import conscious_count, reread, static_failures, verify_written
+from brain.pipeline.verify import conscious_count, folder_tokens, reread, static_failures, verify_written
 from brain.settings import Settings
 
 EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
@@ -517,7 +517,7 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     report = tick.report
     texts = read_texts(snapshot, [d.note for d in decisions.changed()])  # read as the planner asks
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
-                        folder_tokens=_folder_tokens(tick.feed_dir), extra_diff=extra_diff,
+                        folder_tokens=folder_tokens(tick.feed_dir), extra_diff=extra_diff,
                         intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards,
                         dashboard_texts=dashboard_texts, feed_before=tick.feed_before)
     report.problems.extend(texts.problems)
@@ -565,18 +565,6 @@ def fold(snapshot: Snapshot, plan: Plan, result: writer.ApplyResult, predicted: 
                if not (feed_rel is not None and path.startswith(feed_rel + "/"))
                and not any(part.startswith(".") for part in path.split("/"))}
     return snapshot.with_changes(written, moved=moved, deleted=result.deleted)
-
-
-def _folder_tokens(feed_dir: Path) -> dict[str, int]:
-    """Tokens of each feed file already in the folder (the ones this tick does not rewrite count too)."""
-    found: dict[str, int] = {}
-    if feed_dir.is_dir():
-        for other in sorted(feed_dir.glob("*.md")):
-            try:
-                found[other.name] = feed.tokens(read_regular(other).decode("utf-8", "replace"))
-            except OSError:
-                continue
-    return found
 
 
 # --- alarms, the fast path, the state ----------------------------------------------------------------

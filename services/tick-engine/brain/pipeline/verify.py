@@ -3,7 +3,6 @@ on the snapshot it leads to (SPEC §9); ``brain verify``'s checks on the vault a
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
@@ -97,10 +96,7 @@ def verify_written(
     if feed_rel is not None and folder.is_dir() and not folder.is_symlink():
         # May only exceed the budget by what is never cut (nuclear signals, top hot arcs, headers):
         # the keeper's own plan tells how small the feed can get.
-        total = 0
-        for feed_file in folder.glob("*.md"):
-            with contextlib.suppress(OSError):  # gone since, or not a file (never a named pipe's wait)
-                total += feed.tokens(read_regular(feed_file).decode("utf-8", "replace"))
+        total = sum(folder_tokens(folder).values())
         if total > max(s.feed_token_budget, feed_tokens):
             failures.append(Problem(feed_rel, None, f"verify: feed is {total} tokens, budget {s.feed_token_budget}"))
     pending = [d.path if d.path == d.note.path else f"{d.note.path} → {d.path}" for d in check.changed()
@@ -135,3 +131,16 @@ def _duplicate_failures(duplicates: Mapping[str, list[str]]) -> list[Problem]:
 def conscious_count(decisions: KeeperDecisions) -> int:
     """Live arcs in conscious (tombstones never move, so they do not count against the cap)."""
     return sum(1 for d in decisions.arcs.values() if in_conscious(d.path) and d.status not in TOMBSTONE_STATUSES)
+
+
+def folder_tokens(feed_dir: Path) -> dict[str, int]:
+    """Tokens of each feed file in the folder, by name: what the keeper counts beside the files it
+    writes, and the feed verify weighs against the budget."""
+    found: dict[str, int] = {}
+    if feed_dir.is_dir():
+        for other in sorted(feed_dir.glob("*.md")):
+            try:
+                found[other.name] = feed.tokens(read_regular(other).decode("utf-8", "replace"))
+            except OSError:  # gone since, or not a file (never a named pipe's wait)
+                continue
+    return found
