@@ -173,6 +173,55 @@ def test_the_index_built_alongside_follows_an_edit_that_won_the_race(tmp_path: P
     assert any("zanzibar" in row[3] for row in index["fts"] if row[0] == now)
 
 
+LATER = FORKS + """
+import json, os, sys
+from pathlib import Path
+import brain.pipeline.tick as T, brain.io.vault as V
+from brain.settings import Settings
+from brain.core.timeutil import require_instant
+vault, mode = Path(sys.argv[1]), sys.argv[2]
+T.LIST_BESIDE_FILES = 10**9 if mode == "serial" else 4  # as a vault of thousands of files: listed by a child
+if mode == "fail":
+    parent, listed = os.getpid(), V.stat_listing
+    def stat_listing(vault, feed_dir):
+        if os.getpid() != parent:
+            raise OSError("the child cannot list")
+        return listed(vault, feed_dir)
+    V.stat_listing = stat_listing
+report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[3]), no_ai=True, dry_run=False)
+print(json.dumps({"forks": forks, "tick": [report.exit_code, bool(report.keeper.quiet), report.stats,
+                                            len(report.result.written)]}))
+"""
+
+LATER_TICKS = ("2026-11-21T14:00:00Z", "2026-11-21T20:00:00Z", "edit", "2026-11-22T02:00:00Z",
+               "2026-11-29T02:00:00Z")
+
+
+def test_ticks_whose_listing_comes_from_a_child_leave_what_serial_ones_do(tmp_path: Path) -> None:
+    """Past the last tick's window, a child lists a large vault while the tick loads the heat
+    memo, the feed files and the view the last tick left: every later tick (quiet, with an
+    operator's edit, a week on) leaves the files and reports a serial one does; a child that
+    fails leaves the listing to the tick."""
+    runs = {}
+    for mode in ("serial", "forked", "fail"):
+        vault = _vault(tmp_path / mode)
+        _fresh(TICK, str(vault), "serial", NOW)
+        forks, ticks = [], []
+        for now in LATER_TICKS:
+            if now == "edit":  # an operator's line in one arc: the next tick takes it up beside the view
+                path = next(p for p in vault.rglob("arc-003.md") if ".brain" not in p.parts)
+                path.write_text(path.read_text() + "\nOperator: checked the parser again.\n")
+                continue
+            out, stderr = _fresh(LATER, str(vault), mode, now)
+            forks.extend(out["forks"])
+            ticks.append(out["tick"])
+            assert ("background work failed: OSError: the child cannot list" in stderr) == (mode == "fail")
+        runs[mode] = forks, ticks, _files(vault)
+    assert runs["serial"][0] == [] and runs["forked"][0] == runs["fail"][0] == [True] * 4
+    assert [tick[1] for tick in runs["serial"][1]][:3] == [True, True, True]  # quiet ticks on the view, the edit too
+    assert runs["forked"][1:] == runs["serial"][1:] == runs["fail"][1:]
+
+
 CANCEL = """
 import json, os, sys, time
 from pathlib import Path

@@ -53,6 +53,8 @@ __all__ = [
     "drop_view",
     "expect_of",
     "feed_relative",
+    "listing_beside",
+    "listing_from",
     "listing_of",
     "load_marshal",
     "load_view",
@@ -60,9 +62,11 @@ __all__ = [
     "read_file",
     "read_stamped",
     "read_texts",
+    "read_view",
     "save_cache",
     "save_view",
     "scan",
+    "stat_listing",
     "walk",
 ]
 
@@ -414,25 +418,47 @@ def drop_view(vault: Path) -> None:
         (vault / VIEW_FILE).unlink(missing_ok=True)
 
 
+#: The view as :func:`read_view` loaded it: its key, and each row's note, the row, and when it
+#: was written.
+LoadedView = tuple[str, list[tuple[Note, tuple[Any, ...], int]]]
+
+
+def read_view(vault: Path) -> LoadedView | None:
+    """The notes :func:`save_view` kept, built but not yet checked against the files (a tick
+    builds them while a child lists the vault, :func:`listing_beside`); None when the view is
+    missing or damaged."""
+    view = _view_file(vault)
+    if view is None:
+        return None
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return view[0], [(_note_of(row), row, written) for row, written in view[1]]
+    except (TypeError, ValueError):
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]], *,
-              changed: Collection[str] = frozenset(), before: dict[str, Note] | None = None) -> dict[str, Note] | None:
+              changed: Collection[str] = frozenset(), before: dict[str, Note] | None = None,
+              loaded: LoadedView | None = None) -> dict[str, Note] | None:
     """The notes :func:`save_view` kept for ``key``, each still the file on disk (same size and
     mtime in ``listing``; a racily clean one confirmed by its hash), in the order saved; None
     when the view is missing, damaged, of another state, or any of its files differs.
 
     ``changed``: paths known to differ from the view (edited or deleted since): their notes go
-    to ``before`` as the view held them, not to the result."""
-    view = _view_file(vault)
+    to ``before`` as the view held them, not to the result. ``loaded``: the view as
+    :func:`read_view` read it earlier in this run (else it is read now)."""
+    view = loaded if loaded is not None else read_view(vault)
     if view is None or view[0] != key:
         return None
     racy = RACY_SECONDS * 1_000_000_000
     notes: dict[str, Note] = {}
-    loaded: dict[str, tuple[Note, tuple[Any, ...]]] = {}
-    enabled = gc.isenabled()
-    gc.disable()
+    kept: dict[str, tuple[Note, tuple[Any, ...]]] = {}
     try:
-        for row, written in view[1]:
-            note = _note_of(row)
+        for note, row, written in view[1]:
             if note.path in changed:
                 if before is not None:
                     before[note.path] = note
@@ -440,14 +466,11 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]], *,
             if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, written - racy):
                 return None
             notes[note.path] = note
-            loaded[note.path] = (note, row)
+            kept[note.path] = (note, row)
     except (TypeError, ValueError):
         return None
-    finally:
-        if enabled:
-            gc.enable()
     _LOADED.clear()  # the rows a later save (of the view) reuses for the notes it did not change
-    _LOADED.update(loaded)
+    _LOADED.update(kept)
     return notes
 
 
@@ -558,6 +581,25 @@ class Listed(NamedTuple):
 def listing_of(vault: Path, feed_dir: Path) -> list[tuple[str, os.stat_result]]:
     rel = feed_relative(vault, feed_dir)
     return walk(vault, frozenset() if rel is None else frozenset({rel}))
+
+
+def stat_listing(vault: Path, feed_dir: Path) -> dict[str, tuple[int, int]]:
+    """:func:`listing_of` as path -> (size, mtime), what a tick compares with the last one's."""
+    return {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, feed_dir)}
+
+
+def listing_beside(vault: Path, feed_dir: Path) -> Forked | None:
+    """:func:`stat_listing` in a forked child, so this process loads what the last tick left
+    while the child waits on the file system; None when it cannot fork (list here instead)."""
+    return Forked.start(lambda: marshal.dumps(stat_listing(vault, feed_dir)))
+
+
+def listing_from(child: Forked, vault: Path, feed_dir: Path) -> dict[str, tuple[int, int]]:
+    """The listing ``child`` (:func:`listing_beside`) made; listed here when it failed."""
+    found = child.output(marshal.loads)
+    if isinstance(found, dict):
+        return found
+    return stat_listing(vault, feed_dir)
 
 
 def scan(

@@ -55,18 +55,22 @@ from brain.io.background import Forked
 from brain.io.transaction import Preview, Target, Transaction, transaction
 from brain.io.vault import (
     Listed,
+    LoadedView,
     cache_stamp,
     cached_notes,
     drop_view,
     feed_relative,
-    listing_of,
+    listing_beside,
+    listing_from,
     load_view,
     parse_files,
     read_file,
     read_texts,
+    read_view,
     save_cache,
     save_view,
     scan,
+    stat_listing,
 )
 from brain.pipeline.keeper import KeeperPlan, external_feed_changes, plan_keeper
 from brain.pipeline.reports import (
@@ -248,17 +252,21 @@ def _run(tick: _Tick) -> None:
 
     # Phase 1: keeper. An unchanged vault inside the last plan's validity window plans nothing.
     t = time.perf_counter()
-    listing = {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, tick.feed_dir)}
     state = load_state(vault)
     saved = saved_listing(tick.s, state)
+    fast = tick.ai_phase is None and not tick.keeper_only and not report.problems
+    # Past that window, a child lists a large vault while this process loads what the last tick left.
+    child = None if (fast and _in_window(tick, state)) or not s.fork_children or len(saved or ()) < LIST_BESIDE_FILES \
+        else listing_beside(vault, tick.feed_dir)
+    left = _left_by_last(tick, state, view=True) if child is not None else None
+    listing = listing_from(child, vault, tick.feed_dir) if child is not None else stat_listing(vault, tick.feed_dir)
     same = saved == listing
-    if tick.ai_phase is None and not tick.keeper_only and not report.problems and _fast_path(tick, state, same,
-                                                                                                len(listing), t):
+    if fast and _fast_path(tick, state, same, len(listing), t):
         return
-    tick.index_in_sync = state.get("index") is not None and state.get("index") == _index_stat(vault)
-    tick.feed_before = feed_before(tick.feed_dir, state)
-    memo = load_memo(vault, s)
-    quiet = _quiet_view(tick, state, saved, listing)
+    left = left or _left_by_last(tick, state, view=False)
+    tick.index_in_sync = state.get("index") is not None and state.get("index") == left.index
+    tick.feed_before, memo = left.feed_before, left.memo
+    quiet = _quiet_view(tick, state, saved, listing, left.view)
     patched: dict[str, str] | None = None
     if quiet is not None:
         decisions = decide(quiet.notes.values(), now, s, horizon=True, memo=memo)
@@ -599,12 +607,15 @@ def _publish_alarms(tick: _Tick, snapshot: Snapshot) -> None:
                                        f"amygdala publish failed ({published.error}); the next tick publishes"))
 
 
+def _in_window(tick: _Tick, state: Mapping[str, Any]) -> bool:
+    """This tick falls inside the last one's validity window: unchanged files need no work."""
+    since, until = parse_instant(state.get("now")), parse_instant(state.get("valid_until"))
+    return since is not None and until is not None and since <= tick.now <= until
+
+
 def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, started: float) -> bool:
     report = tick.report
-    if not same:
-        return False
-    since, until = parse_instant(state.get("now")), parse_instant(state.get("valid_until"))
-    if since is None or until is None or not since <= tick.now <= until:
+    if not same or not _in_window(tick, state):
         return False
     report.stats = dict(state.get("stats", {}))
     report.problems = [Problem(**p) for p in state.get("problems", [])]
@@ -614,6 +625,28 @@ def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, st
     report.ai = AIReports.skipped(tick.skip_reason, candidates=dict(saved) if isinstance(saved, dict) else None)
     report.verify = VerifyReport(unchanged_since=state.get("tick_id"))
     return True
+
+
+#: A vault the last tick listed with at least this many files is listed by a child (:func:`_run`).
+LIST_BESIDE_FILES = 2000
+
+
+@dataclass
+class _LeftByLast:
+    """What the last tick left that this one reads besides the listing."""
+
+    memo: MemoRows
+    feed_before: dict[str, tuple[str, str]]  # :attr:`_Tick.feed_before`
+    index: list[int] | None  # the search index's size and mtime (:func:`_index_stat`)
+    view: LoadedView | None  # its view, read ahead for a quiet tick (else :func:`load_view` reads it)
+
+
+def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, view: bool) -> _LeftByLast:
+    """``view``: read the view now too, when a quiet tick could use it (:func:`_quiet_view`)."""
+    ahead = view and tick.ai_phase is None and not tick.keeper_only and not tick.report.dry_run \
+        and isinstance(state.get("tick_id"), str)
+    return _LeftByLast(load_memo(tick.vault, tick.s), feed_before(tick.feed_dir, state), _index_stat(tick.vault),
+                       read_view(tick.vault) if ahead else None)
 
 
 def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
@@ -687,7 +720,8 @@ def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[
     return out
 
 
-def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, listing: Listing) -> Snapshot | None:
+def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, listing: Listing,
+                view: LoadedView | None) -> Snapshot | None:
     """The last tick's view as a snapshot, when this tick may run on it: the files are the ones
     the last tick left (:func:`saved_listing`) or few of them changed (:func:`_delta_view`), no
     AI, no inbox notes to drain (their target is the hottest arc of all), the search index as it
@@ -708,8 +742,8 @@ def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, li
         # Old versions of edited files come from the parse cache: it must be the one the last tick left.
         if state.get("cache") != cache_stamp(tick.vault):
             return None
-        return _delta_view(tick, key, saved, listing, started)
-    notes = load_view(tick.vault, key, listing)
+        return _delta_view(tick, key, saved, listing, started, view)
+    notes = load_view(tick.vault, key, listing, loaded=view)
     if notes is None:
         return None
     return Snapshot(tick.vault, notes, tuple(p for note in notes.values() for p in note.problems),
@@ -721,7 +755,8 @@ def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, li
 DELTA_SHARE, DELTA_MIN = 0.05, 64
 
 
-def _delta_view(tick: _Tick, key: str, saved: Listing, listing: Listing, started: float) -> Snapshot | None:
+def _delta_view(tick: _Tick, key: str, saved: Listing, listing: Listing, started: float,
+                view: LoadedView | None) -> Snapshot | None:
     """The last tick's view with the files edited, added or deleted since folded in, when none of
     those edits can reach beyond its own note (:func:`same_standing`): the dashboards, the
     candidate pairs and every feed ranking stay what they were, and the notes outside the view
@@ -736,7 +771,7 @@ def _delta_view(tick: _Tick, key: str, saved: Listing, listing: Listing, started
     if any(rel.endswith("/_dashboard.md") for rel in gone):
         return None  # the full tick renders dashboards an operator edited or deleted
     before: dict[str, Note] = {}
-    notes = load_view(tick.vault, key, listing, changed=gone, before=before)
+    notes = load_view(tick.vault, key, listing, changed=gone, before=before, loaded=view)
     if notes is None:
         return None
     older = {rel: saved[rel] for rel in gone if rel in saved and rel not in before}
