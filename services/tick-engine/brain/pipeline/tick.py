@@ -11,7 +11,9 @@ wrote. Work is proportional to change:
   kept in its view (``.brain/tick-view``: every arc whose heat is above 0 or can still change,
   every note with signals, injects or problems, what the feed can list) and decides, writes and
   verifies those; an arc that moves gets its dashboard line patched (a dashboard it cannot
-  patch sends the tick back to the full scan);
+  patch sends the tick back to the full scan); on a large vault a forked child lists the files
+  while the tick loads the view and decides on it, and the listing then confirms those decisions
+  (:func:`_left_by_last`);
 * the parse cache loads without parsing JSON, files are re-parsed only when their size or
   mtime changed, and only the arcs whose file changes are read;
 * dashboards are rendered only when what they list changed; the ``--no-ai`` candidate
@@ -269,10 +271,13 @@ def _run(tick: _Tick) -> None:
     quiet = _quiet_view(tick, state, saved, listing, left.view)
     patched: dict[str, str] | None = None
     if quiet is not None:
-        decisions = decide(quiet.notes.values(), now, s, horizon=True, memo=memo)
-        patched = None if decisions.duplicates else _patched_dashboards(quiet, decisions)
-        if patched is None:
+        decided = left.decided.of(quiet) if left.decided is not None else None
+        if decided is None:
+            decided = _decide_quiet(tick, quiet, memo)
+        if decided is None:
             quiet = None  # a dashboard line it cannot patch: dashboards list every arc, so scan them all
+        else:
+            decisions, patched = decided
     if quiet is not None:
         tick.partial = True
         snapshot = quiet
@@ -631,6 +636,23 @@ def _fast_path(tick: _Tick, state: Mapping[str, Any], same: bool, files: int, st
 LIST_BESIDE_FILES = 2000
 
 
+#: A quiet tick's decisions and patched dashboards (:func:`_decide_quiet`).
+QuietDecided = tuple[KeeperDecisions, dict[str, str]]
+
+
+@dataclass
+class _DecidedAhead:
+    """A quiet tick decided on the view before the listing said whether the view holds."""
+
+    notes: list[Note]  # the view's notes, in order
+    decided: QuietDecided
+
+    def of(self, quiet: Snapshot) -> QuietDecided | None:
+        """The decisions, when ``quiet`` holds these very notes (the view held, nothing edited)."""
+        same = len(quiet.notes) == len(self.notes) and all(a is b for a, b in zip(quiet.notes.values(), self.notes, strict=True))
+        return self.decided if same else None
+
+
 @dataclass
 class _LeftByLast:
     """What the last tick left that this one reads besides the listing."""
@@ -639,14 +661,31 @@ class _LeftByLast:
     feed_before: dict[str, tuple[str, str]]  # :attr:`_Tick.feed_before`
     index: list[int] | None  # the search index's size and mtime (:func:`_index_stat`)
     view: LoadedView | None  # its view, read ahead for a quiet tick (else :func:`load_view` reads it)
+    decided: _DecidedAhead | None = None
 
 
 def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, view: bool) -> _LeftByLast:
-    """``view``: read the view now too, when a quiet tick could use it (:func:`_quiet_view`)."""
+    """``view``: read the view now too, and decide a quiet tick on it, when one could use it
+    (:func:`_quiet_view`); the listing later tells whether those decisions stand."""
     ahead = view and tick.ai_phase is None and not tick.keeper_only and not tick.report.dry_run \
         and isinstance(state.get("tick_id"), str)
-    return _LeftByLast(load_memo(tick.vault, tick.s), feed_before(tick.feed_dir, state), _index_stat(tick.vault),
+    left = _LeftByLast(load_memo(tick.vault, tick.s), feed_before(tick.feed_dir, state), _index_stat(tick.vault),
                        read_view(tick.vault) if ahead else None)
+    if left.view is not None and left.view[0] == state.get("tick_id"):
+        notes = [note for note, _row, _written in left.view[1]]
+        snapshot = Snapshot(tick.vault, {note.path: note for note in notes}, (), ScanStats(len(notes), 0, len(notes), 0.0),
+                            ScanDelta())
+        decided = _decide_quiet(tick, snapshot, left.memo)
+        left.decided = _DecidedAhead(notes, decided) if decided is not None else None
+    return left
+
+
+def _decide_quiet(tick: _Tick, snapshot: Snapshot, memo: MemoRows) -> QuietDecided | None:
+    """The decisions of a quiet tick, and its dashboards with the lines of the arcs that move
+    patched; None when it cannot be quiet (duplicate arcs, a dashboard it cannot patch)."""
+    decisions = decide(snapshot.notes.values(), tick.now, tick.s, horizon=True, memo=memo)
+    patched = None if decisions.duplicates else _patched_dashboards(snapshot, decisions)
+    return None if patched is None else (decisions, patched)
 
 
 def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
