@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from brain.core.inbox import InboxError, plan_inbox, render_note, target_arc
+from brain.core.markers import parse
 from brain.core.plan import DeleteFile, WriteFile
 from brain.core.timeutil import require_instant
 from brain.io.vault import scan
@@ -119,6 +120,22 @@ def test_text_is_redacted_and_cannot_open_or_close_a_marker(arcs: Path) -> None:
     block = text[text.index("<!-- @lesson -->"):]
     assert "Y" * 36 not in block and "[REDACTED]" in block
     assert block.count("<!--") == 2 and block.count("-->") == 2
+
+
+def test_a_note_with_an_open_fence_or_a_stray_backtick_keeps_its_code_to_its_block(arcs: Path) -> None:
+    """An agent's note that leaves a code fence open (or a backtick with no partner) would turn
+    the rest of the arc into code for the marker parser: its closing marker and every block
+    after it (the next note's, the arc's own lessons) would be gone."""
+    drop(arcs, "1.md", note("lesson", "Run the migration:\n```sh\nmake migrate", project="gateway"))
+    drop(arcs, "2.md", note("lesson", "Quote `$HOME in scripts.", project="gateway"))
+    drop(arcs, "3.md", note("lesson", "Pin `uv` in CI.", project="gateway"))
+    plan, problems = drain_inbox(arcs, notes(arcs), WHEN, Settings(vault=arcs))
+    assert problems == []
+    text = next(op for op in plan.operations if isinstance(op, WriteFile)).content.decode()
+    found, marker_problems = parse(text)
+    assert [m.text for m in found if m.type == "lesson"] == [
+        "Run the migration:\n```sh\nmake migrate\n```", "Quote '$HOME in scripts.", "Pin `uv` in CI."]
+    assert marker_problems == []
 
 
 def test_control_characters_never_reach_an_arc_and_line_breaks_stay(arcs: Path) -> None:

@@ -273,6 +273,23 @@ def test_lesson_blocks_are_redacted_and_marker_safe() -> None:
     assert "<!--" not in safe_text("a <!-- b --> c")
 
 
+def test_a_lesson_cut_inside_a_code_span_does_not_hide_the_next_one() -> None:
+    """A lesson's text is cut to its length; cut after the opening backtick of an error message,
+    it left a code span open that ran on to the next lesson's first backtick: the parser read
+    the first lesson's closing marker and the second one's opening as code, so the first lesson
+    held both (markup and all, into 14 of 233 feeds of a real vault) and the second was gone."""
+    long_error = "`Bun not found at " + "/very/long/path" * 20 + "`"
+    first = Lesson("lesson", f"`npx claude-mem` failed with {long_error}; fixed by installing bun", "f0feb01a:243",
+                   "2026-05-04")
+    second = Lesson("lesson", "`node gen.mjs` failed; fixed by editing `gen.mjs`", "f0feb01a:250", "2026-05-04")
+    text = "## Lessons\n\n" + "\n".join(lesson_block(lesson) for lesson in (first, second)) + "\n"
+    found, problems = marker_parser.parse(text)
+    assert [m.type for m in found] == ["lesson", "lesson"] and not problems
+    assert not any("<!--" in m.text or "-->" in m.text for m in found)
+    assert found[0].text.startswith("`npx claude-mem` failed with 'Bun not found at /very/long/path")
+    assert found[1].text == "`node gen.mjs` failed; fixed by editing `gen.mjs`"  # whole spans are kept
+
+
 def test_new_arcs_carry_lessons_and_open_todos(tmp_path: Path) -> None:
     session = read_one(tmp_path, "-Users-dain-workspace-coderabbit-review-helper",
                        "cb2e607c-c758-415a-8b45-c49e4631906a")

@@ -195,3 +195,41 @@ def test_is_open_signal_is_the_one_definition() -> None:
     )
     found, _ = markers.parse(text)
     assert [m.attr("source") for m in found if m.is_open_signal] == ["a", "b"]
+
+
+CODE_TEXTS = [
+    "`a` and `b", "``x` y``", "no ticks", "`Bun not found…", "a `b` c `d` e `", "note:\n```python\nprint(1)\n",
+    "x\n```\ncode ` here\n```\nafter ` tick", "~~~\nopen tilde", "`a\n\nb` `c`", "````", "`",
+]
+
+
+HIDING = ["`a` and `b", "`Bun not found…", "a `b` c `d` e `", "note:\n```python\nprint(1)\n", "~~~\nopen tilde"]
+
+
+@pytest.mark.parametrize("text", CODE_TEXTS)
+def test_code_closed_content_keeps_its_code_to_its_own_block(text: str) -> None:
+    """Each text, made block content with :func:`code_closed`, parses back as that content, and
+    the block after it is still found: no code span or fence runs past its closing marker."""
+    closed = markers.code_closed(text)
+    document = markers.render_block("lesson", (), closed) + "\n" + markers.render_block("todo", (), "next `one`") + "\n"
+    found, problems = markers.parse(document)
+    assert [(m.type, m.content) for m in found] == [("lesson", f"\n{closed.strip()}\n"), ("todo", "\nnext `one`\n")]
+    assert not problems
+    if text in HIDING:  # without it, the stray backtick or the open fence hides the closing marker
+        raw = markers.render_block("lesson", (), text) + "\n" + markers.render_block("todo", (), "next `one`") + "\n"
+        assert [m.type for m in markers.parse(raw)[0]] != ["lesson", "todo"]
+
+
+def test_code_closed_leaves_text_whose_code_is_closed_as_it_is() -> None:
+    for text in ("plain", "`a` b `c`", "``x` y``", "```\ncode\n```\nafter", "a ' quote"):
+        assert markers.code_closed(text) == text
+
+
+@given(st.text(alphabet="`~ab \n", max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_any_text_made_code_closed_stays_in_its_block(text: str) -> None:
+    closed = markers.code_closed(text)
+    document = markers.render_block("lesson", (), closed) + "\n" + markers.render_block("todo", (), "next `one`") + "\n"
+    found, _ = markers.parse(document)
+    assert [m.type for m in found] == ["lesson", "todo"]
+    assert found[1].content == "\nnext `one`\n"

@@ -73,7 +73,7 @@ from typing import Any, TypeVar
 from brain.core import frontmatter
 from brain.core.arc_text import cluster_id as new_cluster_id
 from brain.core.arc_text import recorded_sessions
-from brain.core.markers import Marker, render_block, render_tag, replace_block, with_attrs
+from brain.core.markers import Marker, code_closed, render_block, render_tag, replace_block, with_attrs
 from brain.core.model import arc_info, parse_text
 from brain.core.plan import Expect, Plan, WriteFile
 from brain.core.recommendations import (
@@ -130,8 +130,9 @@ class _Refused(Exception):
 
 
 def _inert(text: str) -> str:
-    """Vault text put into a body: one line, never a marker or a comment."""
-    return " ".join(text.split()).replace("<!--", "&lt;!--").replace("-->", "--&gt;")
+    """Vault text put into a body: one line, never a marker or a comment, and no code span
+    left open (:func:`~brain.core.markers.code_closed`)."""
+    return code_closed(" ".join(text.split()).replace("<!--", "&lt;!--").replace("-->", "--&gt;"))
 
 
 def _said(text: str) -> str:

@@ -28,7 +28,7 @@ from brain.core import frontmatter
 from brain.core.arc_text import cluster_id as make_cluster_id
 from brain.core.arc_text import slug, title_from_prompt
 from brain.core.keeper import is_managed
-from brain.core.markers import render_block
+from brain.core.markers import code_closed, render_block
 from brain.core.model import Note, Problem
 from brain.core.plan import DeleteFile as Delete
 from brain.core.plan import Expect, Plan, WriteFile
@@ -193,7 +193,7 @@ def block(item: InboxItem, now: datetime) -> str:
         attrs = [("severity", item.severity or "warning"), ("source", item.source or "agent")]
     elif item.kind == "decision":
         attrs = [("date", iso(now)[:10])]
-    return render_block(item.kind, attrs, item.text)
+    return render_block(item.kind, attrs, code_closed(item.text))
 
 
 def _append(text: str, items: list[InboxItem], now: datetime) -> str:

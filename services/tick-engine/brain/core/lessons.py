@@ -26,6 +26,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from brain.core.markers import code_closed
 from brain.core.redaction import redact
 from brain.core.session import MAX_LESSONS, Lesson
 
@@ -57,7 +58,7 @@ def safe_text(text: str, limit: int = LESSON_CHARS) -> str:
         cut = line[:limit]
         space = cut.rfind(" ", limit - 60)
         line = (cut[:space] if space > 0 else cut).rstrip(" ,.;:") + "…"
-    return line
+    return code_closed(line)  # a cut inside a code span must not hide the next block's marker
 
 
 def _opening(text: str) -> str:

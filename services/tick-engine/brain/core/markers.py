@@ -81,9 +81,7 @@ def _code_ranges(text: str) -> list[tuple[int, int]]:
             if match:
                 ranges.extend(_inline_spans(text, prose_start, pos))
                 fence, fence_start = match.group(1), pos
-        elif match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) and not line.strip()[
-            len(match.group(1)) :
-        ].strip():
+        elif _closes(fence, line, match):
             ranges.append((fence_start, pos + len(line)))
             fence = None
             prose_start = pos + len(line)
@@ -94,6 +92,12 @@ def _code_ranges(text: str) -> list[tuple[int, int]]:
         ranges.extend(_inline_spans(text, prose_start, len(text)))
     ranges.sort()
     return ranges
+
+
+def _closes(fence: str, line: str, match: re.Match[str] | None) -> bool:
+    """``line`` (its :data:`_FENCE` match) closes a code block opened by ``fence``."""
+    return match is not None and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
+        and not line.strip()[len(match.group(1)):].strip()
 
 
 def _inline_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -292,6 +296,56 @@ def remove(text: str, marker: Marker) -> str:
         if text[end:after].strip() == "":
             return text[:line_start] + text[after + 1 :]
     return text[:start] + text[end:]
+
+
+def code_closed(text: str) -> str:
+    """``text`` as block content that keeps its code to itself: each backtick outside an inline
+    code span of its own made a plain quote (``'``), and a fenced code block left open closed.
+
+    Such text can never open code that runs on past the block's closing marker (to a backtick
+    in the next lesson, or to the end of the note) and hides that marker, and the next one's
+    opening, from :func:`parse`: an error message cut after its opening backtick, a model's
+    answer with a stray one, an agent's note with an unclosed fence."""
+    if "`" not in text and "~~~" not in text:
+        return text
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines(keepends=True):
+        match = _FENCE.match(line)
+        if fence is None and match:
+            out.append(_spans_closed("".join(prose)))
+            prose.clear()
+            fence = match.group(1)
+        elif fence is None:
+            prose.append(line)
+            continue
+        elif _closes(fence, line, match):
+            fence = None
+            out.append(line)
+            continue
+        out.append(line)
+    out.append(_spans_closed("".join(prose)))
+    closed = "".join(out)
+    if fence is not None:
+        closed += ("" if closed.endswith("\n") else "\n") + fence
+    return closed
+
+
+def _spans_closed(text: str) -> str:
+    """``text`` (no fence in it) with its backticks outside inline code spans made quotes."""
+    if "`" not in text:
+        return text
+    out: list[str] = []
+    at = 0
+    for match in _INLINE_CODE.finditer(text):
+        if "\n\n" in match.group(2):
+            continue  # no span (:func:`_inline_spans`): its backticks go with the prose around
+        out.append(text[at:match.start()].replace("`", "'"))
+        out.append(match.group(0))
+        at = match.end()
+    out.append(text[at:].replace("`", "'"))
+    return "".join(out)
 
 
 def contains_marker_syntax(value: str) -> bool:
