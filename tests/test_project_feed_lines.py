@@ -81,6 +81,17 @@ def test_one_arcs_lessons_share_one_dated_line_or_its_row() -> None:
         "- 2026-11-19 · Lint; lesson: `make lint` failed; fixed by editing `setup.cfg`."]
 
 
+def test_a_lesson_holding_marker_tags_shows_none_of_them() -> None:
+    """An older version could write a lesson whose parsed text held the next lesson's tags (a code
+    span left open); the feed line shows what a reader of the vault sees, no comment markup."""
+    body = ("<!-- @lesson source=s:1 -->`npx x` failed with `Bun not found…<!-- @/lesson -->\n"
+            "<!-- @lesson source=s:2 -->`node gen.mjs` failed; fixed by editing `gen.mjs`<!-- @/lesson -->\n")
+    text = rendered([arc_note("2026-11-21-b-0123456789d1", body, title="Okki", files=["gen.mjs"])])
+    [line] = lines_starting(text, "- Lesson")
+    assert "<!--" not in line and "-->" not in line
+    assert "Bun not found" in line and "`node gen.mjs` failed" in line
+
+
 def test_recent_work_for_a_new_project_is_one_row_per_project_with_its_files_across_arcs() -> None:
     notes = [
         arc_note("2026-11-21-a-0123456789c7", title="Timeline filter", project="log",
