@@ -766,3 +766,14 @@ def test_the_project_worked_on_just_before_adds_its_handoff_line(projects: Path)
     assert "Just before" not in start(projects, "/home/u/src/alpha")  # alpha itself was worked on since
     index_with("2026-11-21T09:00:00Z", "2026-11-21T09:10:00Z")
     assert "Just before" not in start(projects, "/home/u/src/alpha")  # beta ended over 3 h ago
+    # beta's latest runs were headless (an SDK client such as claude-mem's observer): its last
+    # work by an operator (``worked``) is what counts, here none at all, or long ago
+    for worked in (None, "2026-11-21T08:00:00Z"):
+        index_with("2026-11-21T09:00:00Z", "2026-11-21T11:50:00Z")
+        index = json.loads((projects / "projects" / "index.json").read_text())
+        index["projects"]["beta"]["worked"] = worked
+        (projects / "projects" / "index.json").write_text(json.dumps(index))
+        assert "Just before" not in start(projects, "/home/u/src/alpha")
+    index["projects"]["beta"]["worked"] = "2026-11-21T11:50:00Z"
+    (projects / "projects" / "index.json").write_text(json.dumps(index))
+    assert "# Just before, in beta (40 min ago)" in start(projects, "/home/u/src/alpha")

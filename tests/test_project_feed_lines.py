@@ -299,6 +299,25 @@ def test_work_another_projects_session_did_in_this_projects_folder_is_its_recent
     assert lines_starting(alone, "- 2026-11-18 · Schema") and "vector_service" not in alone
 
 
+def test_a_headless_runs_files_in_a_projects_folder_are_no_visit_and_it_moved_on_from_nothing() -> None:
+    """claude-mem's observer runs as an SDK client beside every session, in its own folder, and
+    reads what the session touched: an operator's session there would see it as recent work of
+    its project, and as the project just worked on, in a fifth of its feeds."""
+    own = arc_note("2026-11-21-m-0123456789f1", title="Wire the orb", project="mentis",
+                   cwd="/home/ana/work/mentis", files=["web/orb.tsx"], last_active="2026-11-21T09:00:00Z")
+    observer = arc_note("2026-11-21-o-0123456789f2", title="You are a Claude-Mem, a specialized observer tool",
+                        project="observer-sessions", cwd="/home/ana/.claude-mem/observer-sessions", headless=True,
+                        files=["/home/ana/work/mentis/web/orb.tsx", "/home/ana/work/mentis/STATE.md"])
+    text = rendered([own, observer], "projects/mentis.md")
+    assert "observer" not in text and "STATE.md" not in text
+    visitor = arc_note("2026-11-21-f-0123456789f3", title="Fix mentis from fortune", project="fortune_ai",
+                       cwd="/home/ana/work/fortune_ai", files=["/home/ana/work/mentis/STATE.md"])
+    assert "· fortune_ai · Fix mentis from fortune" in rendered([own, visitor], "projects/mentis.md")  # not headless
+    index = json.loads(rendered([own, observer, visitor], "projects/index.json"))["projects"]
+    assert index["observer-sessions"]["worked"] is None and index["observer-sessions"]["last_active"]
+    assert index["mentis"]["worked"] == index["mentis"]["last_active"] == "2026-11-21T09:00:00Z"
+
+
 def test_a_folder_named_like_a_project_is_its_checkout_elsewhere() -> None:
     """One operator, two machines: M-Claude's sessions start in ``/home/m/M-Claude``; a session in
     the Mac's home folder edited ``Documents/M-Claude/.gitleaks.toml``. No recorded cwd holds that

@@ -101,6 +101,9 @@ class ArcInfo:
     errors_met: tuple[str, ...]  # error names met in the arc's sessions, resolved or not
     identifiers: tuple[str, ...]
     last_prompt: str | None
+    #: Every session a scripted run (``claude -p``, an SDK client such as claude-mem's observer,
+    #: ``codex exec``): not work an operator moved on from, nor a visit to another project.
+    headless: bool
 
     @property
     def is_tombstone(self) -> bool:
@@ -312,6 +315,7 @@ def arc_info(meta: dict[str, Any]) -> ArcInfo:
         errors_met=_lines(meta.get("errors_met")),
         identifiers=_lines(meta.get("identifiers")),
         last_prompt=_line(meta.get("last_prompt"), LAST_PROMPT_CHARS),
+        headless=meta.get("headless") is True,
     )
 
 

@@ -364,8 +364,8 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
     alone = {root for root in roots if not any(other.startswith(root + "/") for other in roots)}
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
-            if not pa.arc.cwd or not pa.arc.files:
-                continue
+            if not pa.arc.cwd or not pa.arc.files or pa.arc.headless:
+                continue  # a scripted run (an SDK observer reading what a session did) visits nobody
             cwd = _slashed(pa.arc.cwd)
             place = _place(cwd)
             own = place + "/" if place in alone else None
@@ -831,6 +831,14 @@ def folders_of_projects(roots: Mapping[str, str], branched: set[str]) -> list[st
     return out
 
 
+def worked(arcs: Sequence[ProjectArc]) -> str | None:
+    """The newest activity of ``arcs`` (a project's, in :func:`project_arcs` order) that was not a
+    headless run, among the first :data:`SHOWN_ARCS` a quiet tick reads too; None when there is
+    none (every one an SDK client's or ``claude -p``'s): no operator moved on from it."""
+    times = [pa.last_active for pa in arcs[:SHOWN_ARCS] if not pa.arc.headless]
+    return iso(max(times)) if times else None
+
+
 def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectArc]], now: datetime,
                s: Settings, date: str) -> FeedFile:
     """``projects/index.json``: project -> file and newest activity, recorded cwd -> project,
@@ -858,7 +866,9 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
         "projects": {
             # The newest arc, a one-shot run's too (they sort after real work): what the hook
             # compares a just-ended session's end with, to know the vault holds it.
-            project: {"file": names[project], "last_active": iso(max(pa.last_active for pa in by_project[project]))}
+            project: {"file": names[project], "last_active": iso(max(pa.last_active for pa in by_project[project])),
+                      # its newest work by an operator, not a scripted run (:func:`worked`)
+                      "worked": worked(by_project[project])}
             for project in sorted(names)
         },
         "roots": {cwd: roots[cwd][1] for cwd in sorted(roots)},

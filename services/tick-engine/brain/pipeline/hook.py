@@ -209,6 +209,9 @@ class ProjectIndex(NamedTuple):
     touched: Mapping[str, str] = MappingProxyType({})  # folder worked on from beside it -> project
     last_active: Mapping[str, str] = MappingProxyType({})  # project -> its latest arc's last activity
     holders: frozenset[str] = frozenset()  # recorded cwds that are folders of projects (``~/work``)
+    #: project -> its latest work not by a headless run (``claude -p``, an SDK client); a project
+    #: whose entry says none is missing (an index of an older version: its ``last_active``).
+    worked: Mapping[str, str] = MappingProxyType({})
 
 
 def load_index(folder: Path) -> ProjectIndex | None:
@@ -236,6 +239,11 @@ def load_index(folder: Path) -> ProjectIndex | None:
         for name, entry in (projects.items() if isinstance(projects, dict) else ())
         if isinstance(entry, dict) and isinstance(entry.get("last_active"), str)
     }
+    worked = {
+        name: entry["worked"] if "worked" in entry else entry["last_active"]
+        for name, entry in ((str(n), e) for n, e in (projects.items() if isinstance(projects, dict) else ()))
+        if isinstance(entry, dict) and isinstance(entry.get("worked", entry.get("last_active")), str)
+    }
     holders = data.get("holders")
     return ProjectIndex(
         files,
@@ -245,6 +253,7 @@ def load_index(folder: Path) -> ProjectIndex | None:
         clean_touched,
         last_active,
         frozenset(str(root) for root in holders if isinstance(root, str)) if isinstance(holders, list) else frozenset(),
+        worked,
     )
 
 
@@ -604,7 +613,8 @@ _HANDOFF_LINE, _HANDOFF_TITLE = "- Last session (", ": where we left off"
 
 
 def just_before(folder: Path, index: ProjectIndex, project: str, now: datetime) -> FeedSection | None:
-    """The handoff line of the project worked on last, when that is another project, less than
+    """The handoff line of the project worked on last (by an operator: a headless run such as
+    claude-mem's observer moves on from nothing), when that is another project, less than
     :data:`JUST_BEFORE_SECONDS` before ``now`` and later than the latest work of ``project``:
     an operator who moves from one repository to the next often carries the same thread
     (a script written there, run here). A project whose file is missing or has no handoff
@@ -613,7 +623,7 @@ def just_before(folder: Path, index: ProjectIndex, project: str, now: datetime) 
 
     own = parse_instant(index.last_active.get(project) or "")
     recent = []
-    for name, text in index.last_active.items():
+    for name, text in index.worked.items():  # an SDK client's run (claude-mem's observer) moved on from nothing
         when = parse_instant(text)
         if (name != project and name in index.files and when is not None
                 and 0 <= (now - when).total_seconds() <= JUST_BEFORE_SECONDS and (own is None or when > own)):
