@@ -313,6 +313,10 @@ def test_a_headless_runs_files_in_a_projects_folder_are_no_visit_and_it_moved_on
     visitor = arc_note("2026-11-21-f-0123456789f3", title="Fix mentis from fortune", project="fortune_ai",
                        cwd="/home/ana/work/fortune_ai", files=["/home/ana/work/mentis/STATE.md"])
     assert "· fortune_ai · Fix mentis from fortune" in rendered([own, visitor], "projects/mentis.md")  # not headless
+    # a `claude -p` run from an ordinary folder that explored the project is still its recent work
+    probe = arc_note("2026-11-21-p-0123456789f4", title="Explore mentis with sub agents", project="claude_p",
+                     cwd="/home/ana/src/experiments/claude_p", headless=True, files=["/home/ana/work/mentis/web/orb.tsx"])
+    assert "· claude_p · Explore mentis with sub agents" in rendered([own, probe], "projects/mentis.md")
     index = json.loads(rendered([own, observer, visitor], "projects/index.json"))["projects"]
     assert index["observer-sessions"]["worked"] is None and index["observer-sessions"]["last_active"]
     assert index["mentis"]["worked"] == index["mentis"]["last_active"] == "2026-11-21T09:00:00Z"

@@ -364,9 +364,11 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
     alone = {root for root in roots if not any(other.startswith(root + "/") for other in roots)}
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
-            if not pa.arc.cwd or not pa.arc.files or pa.arc.headless:
-                continue  # a scripted run (an SDK observer reading what a session did) visits nobody
+            if not pa.arc.cwd or not pa.arc.files:
+                continue
             cwd = _slashed(pa.arc.cwd)
+            if pa.arc.headless and "/." in cwd:
+                continue  # an SDK client run from a tool's own hidden folder (claude-mem's observer) visits nobody
             place = _place(cwd)
             own = place + "/" if place in alone else None
             for path in pa.arc.files:
