@@ -310,6 +310,8 @@ def test_a_headless_runs_files_in_a_projects_folder_are_no_visit_and_it_moved_on
                         files=["/home/ana/work/mentis/web/orb.tsx", "/home/ana/work/mentis/STATE.md"])
     text = rendered([own, observer], "projects/mentis.md")
     assert "observer" not in text and "STATE.md" not in text
+    across = rendered([own, observer], "recent-work.md")  # a new project's feed: the recent work across projects
+    assert "· mentis · Wire the orb" in across and "observer" not in across
     visitor = arc_note("2026-11-21-f-0123456789f3", title="Fix mentis from fortune", project="fortune_ai",
                        cwd="/home/ana/work/fortune_ai", files=["/home/ana/work/mentis/STATE.md"])
     assert "· fortune_ai · Fix mentis from fortune" in rendered([own, visitor], "projects/mentis.md")  # not headless

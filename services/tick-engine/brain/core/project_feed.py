@@ -364,11 +364,9 @@ def visits(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, list[Project
     alone = {root for root in roots if not any(other.startswith(root + "/") for other in roots)}
     for project, arcs in by_project.items():
         for pa in arcs[:SHOWN_ARCS]:
-            if not pa.arc.cwd or not pa.arc.files:
+            if not pa.arc.cwd or not pa.arc.files or tool_run(pa.arc):
                 continue
             cwd = _slashed(pa.arc.cwd)
-            if pa.arc.headless and "/." in cwd:
-                continue  # an SDK client run from a tool's own hidden folder (claude-mem's observer) visits nobody
             place = _place(cwd)
             own = place + "/" if place in alone else None
             for path in pa.arc.files:
@@ -501,9 +499,17 @@ def shown_arcs(by_project: Mapping[str, list[ProjectArc]]) -> set[str]:
     return shown
 
 
+def tool_run(arc: ArcInfo) -> bool:
+    """A headless run started in a tool's own hidden folder: an SDK client such as claude-mem's
+    observer (``~/.claude-mem/observer-sessions``), reading what an operator's session did. It is
+    no visit of the projects it read and no recent work across projects; a ``claude -p`` run
+    from an ordinary folder still is."""
+    return arc.headless and arc.cwd is not None and "/." in _slashed(arc.cwd)
+
+
 def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[ProjectArc]:
-    """Every project's real work (no scripted runs), newest first."""
-    every = [pa for arcs in by_project.values() for pa in arcs if not pa.scripted]
+    """Every project's real work (no scripted runs, no tool's run), newest first."""
+    every = [pa for arcs in by_project.values() for pa in arcs if not pa.scripted and not tool_run(pa.arc)]
     every.sort(key=lambda a: (-a.last_active.timestamp(), a.arc.cluster_id))
     return every
 
