@@ -222,28 +222,23 @@ def load_index(folder: Path) -> ProjectIndex | None:
     if not isinstance(data, dict):
         return None
     projects = data.get("projects")
-    roots = data.get("roots")
-    files = {
-        str(name): entry["file"]
-        for name, entry in (projects.items() if isinstance(projects, dict) else ())
-        if isinstance(entry, dict) and isinstance(entry.get("file"), str)
-    }
+    entries = [(str(name), entry) for name, entry in (projects.items() if isinstance(projects, dict) else ())
+               if isinstance(entry, dict)]
+
+    def field(key: str, default: str | None = None) -> dict[str, str]:
+        """Project -> its entry's ``key`` (else its ``default`` key's), where that is a string."""
+        return {name: value for name, entry in entries
+                if isinstance(value := entry.get(key, entry.get(default) if default else None), str)}
+
+    files = field("file")
     clean_roots, clean_touched = ({
         str(root): project
         for root, project in (found.items() if isinstance(found, dict) else ())
         if isinstance(project, str) and project in files
-    } for found in (roots, data.get("touched")))
+    } for found in (data.get("roots"), data.get("touched")))
     generated, ttl = data.get("generated"), data.get("ttl")
-    last_active = {
-        str(name): entry["last_active"]
-        for name, entry in (projects.items() if isinstance(projects, dict) else ())
-        if isinstance(entry, dict) and isinstance(entry.get("last_active"), str)
-    }
-    worked = {
-        name: entry["worked"] if "worked" in entry else entry["last_active"]
-        for name, entry in ((str(n), e) for n, e in (projects.items() if isinstance(projects, dict) else ()))
-        if isinstance(entry, dict) and isinstance(entry.get("worked", entry.get("last_active")), str)
-    }
+    last_active = field("last_active")
+    worked = field("worked", "last_active")  # an index of an older version has no ``worked``
     holders = data.get("holders")
     return ProjectIndex(
         files,
