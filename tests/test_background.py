@@ -303,3 +303,36 @@ def test_a_forked_function_hands_back_its_bytes_or_its_failure() -> None:
     out, stderr = _fresh(FORKED)
     assert out == {"made": "made in the child", "failed": [False, None], "nothing": None, "beside": True}
     assert stderr.count("background work failed") == 1
+
+
+LISTING = """
+import json, os, sys
+from pathlib import Path
+import brain.io.vault as V
+vault = Path(sys.argv[1])
+feed = vault / "brain-feed"
+saved = V.stat_listing(vault, feed)
+def listed(given, load):
+    child = V.listing_beside(vault, feed, load)
+    assert child is not None
+    return V.listing_from(child, vault, feed, given)
+out = {"same": listed(saved, lambda: dict(saved)) is saved}
+reordered = dict(reversed(list(saved.items())))
+out["reordered"] = listed(reordered, lambda: dict(reordered)) is reordered
+arc = next(p for p in sorted(vault.rglob("arc-003.md")) if ".brain" not in p.parts)
+arc.write_text(arc.read_text() + "\\nOperator: one more line.\\n")
+fresh = listed(saved, lambda: dict(saved))
+rel = arc.relative_to(vault).as_posix()
+out["edited"] = fresh is not saved and fresh[rel] != saved[rel] and fresh == V.stat_listing(vault, feed)
+out["no copy here"] = listed(None, lambda: V.stat_listing(vault, feed)) == V.stat_listing(vault, feed)
+print(json.dumps(out))
+"""
+
+
+def test_a_listing_child_that_finds_the_saved_listing_hands_back_only_that(tmp_path: Path) -> None:
+    """The child compares its listing with the one the last tick left: the very same files,
+    sizes, mtimes and order give the caller its own copy back (nothing else crosses); an edit or
+    another order gives the listing as found; a caller without a copy lists for itself."""
+    vault = _vault(tmp_path / "v")
+    out, _ = _fresh(LISTING, str(vault))
+    assert out == {"same": True, "reordered": False, "edited": True, "no copy here": True}

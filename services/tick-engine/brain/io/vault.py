@@ -21,7 +21,7 @@ import hashlib
 import marshal
 import os
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -590,17 +590,38 @@ def stat_listing(vault: Path, feed_dir: Path) -> dict[str, tuple[int, int]]:
     return {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, feed_dir)}
 
 
-def listing_beside(vault: Path, feed_dir: Path) -> Forked | None:
+def listing_beside(vault: Path, feed_dir: Path, saved: Callable[[], Mapping[str, tuple[int, int]] | None] | None = None,
+                   ) -> Forked | None:
     """:func:`stat_listing` in a forked child, so this process loads what the last tick left
-    while the child waits on the file system; None when it cannot fork (list here instead)."""
-    return Forked.start(lambda: marshal.dumps(stat_listing(vault, feed_dir)))
+    while the child waits on the file system; None when it cannot fork (list here instead).
+
+    ``saved`` loads, in the child, the listing the last tick left: when the child finds the very
+    same files (sizes, mtimes and order), it says so instead of handing back every entry, and
+    :func:`listing_from` gives the caller its own copy of that listing."""
+    def work() -> bytes:
+        found = stat_listing(vault, feed_dir)
+        before = saved() if saved is not None else None
+        if before is not None and before == found and list(before) == list(found):
+            return marshal.dumps(SAME_LISTING)
+        return marshal.dumps(found)
+
+    return Forked.start(work)
 
 
-def listing_from(child: Forked, vault: Path, feed_dir: Path) -> dict[str, tuple[int, int]]:
-    """The listing ``child`` (:func:`listing_beside`) made; listed here when it failed."""
+#: What a listing child hands back when it found the very listing it was given (:func:`listing_beside`).
+SAME_LISTING = "same as the saved listing"
+
+
+def listing_from(child: Forked, vault: Path, feed_dir: Path,
+                 saved: dict[str, tuple[int, int]] | None = None) -> dict[str, tuple[int, int]]:
+    """The listing ``child`` (:func:`listing_beside`) made: ``saved`` (this process's copy of the
+    listing the child compared with) when the child found it unchanged; listed here when the
+    child failed, or found it unchanged while this process has no copy."""
     found = child.output(marshal.loads)
     if isinstance(found, dict):
         return found
+    if found == SAME_LISTING and saved is not None:
+        return saved
     return stat_listing(vault, feed_dir)
 
 

@@ -93,12 +93,14 @@ from brain.pipeline.tick_state import (
     dashboards_key_after,
     feed_before,
     fingerprint,
+    listed_files,
     listing_after,
+    listing_tag,
+    load_listing,
     load_memo,
     load_state,
     same_standing,
     save_memo,
-    saved_listing,
     view_notes,
 )
 from brain.pipeline.verify import conscious_count, folder_tokens, reread, static_failures, verify_written
@@ -255,14 +257,21 @@ def _run(tick: _Tick) -> None:
     # Phase 1: keeper. An unchanged vault inside the last plan's validity window plans nothing.
     t = time.perf_counter()
     state = load_state(vault)
-    saved = saved_listing(tick.s, state)
     fast = tick.ai_phase is None and not tick.keeper_only and not report.problems
-    # Past that window, a child lists a large vault while this process loads what the last tick left.
-    child = None if (fast and _in_window(tick, state)) or not s.fork_children or len(saved or ()) < LIST_BESIDE_FILES \
-        else listing_beside(vault, tick.feed_dir)
+    tag = listing_tag(s, state)
+    # Past that window, a child lists a large vault while this process loads what the last tick
+    # left, the saved listing included; the child compares the two and hands back only news.
+    listed = listed_files(state)
+    saved = None if tag is None or listed is not None else load_listing(vault, tag)  # an older state: counted
+    child = None if (fast and _in_window(tick, state)) or not s.fork_children or tag is None \
+        or (listed if listed is not None else len(saved or ())) < LIST_BESIDE_FILES \
+        else listing_beside(vault, tick.feed_dir, lambda: load_listing(vault, tag))
+    if tag is not None and listed is not None:
+        saved = load_listing(vault, tag)
     left = _left_by_last(tick, state, view=True) if child is not None else None
-    listing = listing_from(child, vault, tick.feed_dir) if child is not None else stat_listing(vault, tick.feed_dir)
-    same = saved == listing
+    listing = listing_from(child, vault, tick.feed_dir, saved) if child is not None \
+        else stat_listing(vault, tick.feed_dir)
+    same = listing is saved or saved == listing
     if fast and _fast_path(tick, state, same, len(listing), t):
         return
     left = left or _left_by_last(tick, state, view=False)
@@ -729,6 +738,7 @@ def _write_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: K
         "index": tick.index_stat,
         "cache": cache_stamp(vault),
         "feed_inputs": feed_inputs,
+        "files": len(after),  # whether the next tick lists beside its loading (:data:`LIST_BESIDE_FILES`)
     }
     if view is None:
         drop_view(vault)
@@ -762,7 +772,7 @@ def _patched_dashboards(snapshot: Snapshot, decisions: KeeperDecisions) -> dict[
 def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, listing: Listing,
                 view: LoadedView | None) -> Snapshot | None:
     """The last tick's view as a snapshot, when this tick may run on it: the files are the ones
-    the last tick left (:func:`saved_listing`) or few of them changed (:func:`_delta_view`), no
+    the last tick left (:func:`load_listing`) or few of them changed (:func:`_delta_view`), no
     AI, no inbox notes to drain (their target is the hottest arc of all), the search index as it
     was left, and the view intact."""
     if tick.ai_phase is not None or tick.keeper_only or tick.report.dry_run or tick.report.problems:

@@ -163,17 +163,29 @@ def load_state(vault: Path) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
-def saved_listing(s: Settings, state: Mapping[str, Any]) -> Listing | None:
-    """The files the last tick left (path -> size, mtime), when this tick runs under the same
-    settings and code, with the feed folder as it left it; None otherwise. Equal to this tick's
-    listing: the vault holds the very files the last tick left."""
-    if state.get("fingerprint") != fingerprint(s, s.feed_dir):
-        return None
-    saved = load_marshal(s.vault_path / LISTING_FILE)
-    if isinstance(saved, tuple) and len(saved) == 2 and saved[0] == state.get("tick_id") \
-            and isinstance(saved[1], dict):
+def listing_tag(s: Settings, state: Mapping[str, Any]) -> str | None:
+    """The tick_id :data:`LISTING_FILE` must carry to stand for the files the last tick left
+    (:func:`load_listing`), told without reading it: the last tick's, when this tick runs under
+    the same settings and code with the feed folder as it left it; None otherwise."""
+    tag = state.get("tick_id")
+    return tag if isinstance(tag, str) and state.get("fingerprint") == fingerprint(s, s.feed_dir) else None
+
+
+def load_listing(vault: Path, tag: str) -> Listing | None:
+    """The files the last tick left (path -> size, mtime): :data:`LISTING_FILE` when it carries
+    ``tag`` (:func:`listing_tag`); None when missing, damaged or another tick's. Equal to this
+    tick's listing: the vault holds the very files the last tick left."""
+    saved = load_marshal(vault / LISTING_FILE)
+    if isinstance(saved, tuple) and len(saved) == 2 and saved[0] == tag and isinstance(saved[1], dict):
         return cast(Listing, saved[1])
     return None
+
+
+def listed_files(state: Mapping[str, Any]) -> int | None:
+    """How many files the last tick left (the length of :func:`load_listing`'s listing, in the state); None
+    from a state written before it was."""
+    files = state.get("files")
+    return files if isinstance(files, int) and not isinstance(files, bool) else None
 
 
 def feed_before(feed_dir: Path, state: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
