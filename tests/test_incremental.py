@@ -349,6 +349,35 @@ def test_a_damaged_quiet_state_file_costs_a_full_scan_not_a_wrong_tick(tmp_path:
     assert warm_report.stats == cold_report.stats
 
 
+def test_a_quiet_tick_adds_to_the_memo_overlay_only_what_it_decided_afresh(tmp_path: Path) -> None:
+    """Every row of the heat memo's overlay says something the memo did not: an arc decided
+    afresh (a heat step passed, a file rewritten), not the whole view again; and a later tick
+    decides the same from base plus overlay as from a memo written whole."""
+    import marshal
+
+    vault = init_vault(tmp_path / "v")
+    _quiet_vault(vault)
+    s = Settings(vault=vault, conscious_cap=4)
+    t0 = require_instant(NOW)
+    assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
+    base = marshal.loads((vault / ".brain" / "heat-memo").read_bytes())[1]
+    quiet = run_tick(s, t0 + timedelta(hours=2), no_ai=True, dry_run=False)
+    assert quiet.keeper.quiet
+    delta = marshal.loads((vault / ".brain" / "heat-memo-delta").read_bytes())[1]
+    assert delta and all(base.get(path) != row for path, row in delta.items())
+    assert len(delta) < quiet.keeper.remembered  # the rows the memo answered for stay in the base alone
+    whole = tmp_path / "whole"
+    shutil.copytree(vault, whole, symlinks=True)
+    (whole / ".brain" / "heat-memo").write_bytes(marshal.dumps((marshal.loads(
+        (vault / ".brain" / "heat-memo").read_bytes())[0], {**base, **delta})))
+    (whole / ".brain" / "heat-memo-delta").unlink()
+    later = t0 + timedelta(hours=5)
+    overlaid = run_tick(s, later, no_ai=True, dry_run=False)
+    merged = run_tick(Settings(vault=whole, conscious_cap=4), later, no_ai=True, dry_run=False)
+    assert overlaid.keeper.remembered == merged.keeper.remembered > 0
+    assert _files(vault) == _files(whole)
+
+
 # --- a quiet tick with edits: the view plus the files changed since ------------------------------
 
 def _find(vault: Path, cid: str) -> Path:

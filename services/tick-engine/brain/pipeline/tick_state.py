@@ -145,9 +145,16 @@ def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Sn
     memo = {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before).items()}
     digest = settings_digest(s)
     with contextlib.suppress(OSError):
-        if partial and (delta := {**before.delta, **memo}) and len(delta) * 4 < len(before):
-            atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)), durable=False)
-            return
+        if partial:
+            # The overlay gains only the rows that differ from what the memo already answers: a
+            # quiet tick that decided 80 arcs afresh in a 7 000-note view adds 80 rows, not 7 000.
+            news = {path: row for path, row in memo.items() if before.rows.get(path) != row}
+            if not news:
+                return
+            delta = {**before.delta, **news}
+            if len(delta) * 4 < len(before):
+                atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)), durable=False)
+                return
         if partial:
             decided = {d.note.path for d in decisions.arcs.values()}
             memo = {**{path: row for path, row in before.rows.items() if path not in decided}, **memo}
