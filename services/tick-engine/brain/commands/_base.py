@@ -180,3 +180,47 @@ class ProgressBar:
         if self.drawn:
             sys.stderr.write("\n")
             sys.stderr.flush()
+
+
+class StepBar:
+    """A run of steps on one stderr line (:mod:`brain.core.progress`): ``[####....] 3/12 files parsed``
+    for a step that counts, ``… verifying what was written`` for one that does not. Nothing is
+    drawn in the run's first ``delay`` seconds (a 2-hourly tick ends before), then at most ten
+    times a second and at each new step; :meth:`close` clears the line for the summary.
+
+    Build one only when stderr is a terminal (:meth:`on_terminal`)."""
+
+    #: Seconds from the start of the run before anything is drawn.
+    DELAY = 0.5
+
+    def __init__(self, label: str, delay: float | None = None) -> None:
+        self.label = label
+        self.started = time.monotonic()
+        self.delay = self.DELAY if delay is None else delay
+        self.step = ""
+        self.last = 0.0
+        self.width = 0  # of the line drawn last
+
+    @classmethod
+    def on_terminal(cls, label: str) -> StepBar | None:
+        return cls(label) if sys.stderr.isatty() else None
+
+    def __call__(self, step: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.started < self.delay or (step == self.step and done < total and now - self.last < 0.1):
+            return
+        self.step, self.last = step, now
+        if total > 0:
+            filled = min(30, 30 * done // total)
+            line = f"{self.label}: [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {step}"
+        else:
+            line = f"{self.label}: … {step}"
+        sys.stderr.write("\r" + line.ljust(self.width))
+        sys.stderr.flush()
+        self.width = max(self.width, len(line))  # what the line holds now
+
+    def close(self) -> None:
+        if self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
+            self.width = 0

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from brain.commands._base import UsageError, log, require_vault, resolve_now, settings_from
+from brain.commands._base import StepBar, UsageError, log, require_vault, resolve_now, settings_from
 
 
 def print_summary(report: dict[str, Any]) -> None:
@@ -45,8 +45,13 @@ def tick_body(vault: Path | None, brain_feed: Path | None, now: str | None, *, n
         ai_phase, skip = ai_phase_of(s)
         if ai_phase is None:
             log(f"AI phases skipped: {skip}")
-    report = run_tick(s, instant, no_ai=no_ai, dry_run=dry_run, ai_phase=ai_phase, ai_skip_reason=skip,
-                      keeper_only=keeper_only)
+    bar = StepBar.on_terminal("keeper" if keeper_only else "tick")
+    try:
+        report = run_tick(s, instant, no_ai=no_ai, dry_run=dry_run, ai_phase=ai_phase, ai_skip_reason=skip,
+                          keeper_only=keeper_only, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     emit_report(report.as_dict(), as_json=as_json)
     return report.exit_code
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from brain.core.model import Problem
 from brain.core.plan import Plan
+from brain.core.progress import Step
 from brain.io import writer
 from brain.io.atomic import ConfinementError, atomic_write
 
@@ -52,10 +53,12 @@ class Transaction:
     recovered: list[Problem] = field(default_factory=list)
     #: Edits that reached a swapped-out old image after its commit, kept when the block ended.
     late: list[Problem] = field(default_factory=list)
+    #: Hears of the files each plan commits (a bar on a terminal; :mod:`brain.core.progress`).
+    progress: Step | None = None
 
     def apply(self, plan: Plan) -> writer.ApplyResult:
         """Execute ``plan`` under this transaction's journal."""
-        return writer.apply_plan(self.vault, plan, journal=self.journal, dry_run=False)
+        return writer.apply_plan(self.vault, plan, journal=self.journal, dry_run=False, progress=self.progress)
 
     def write_outside(self, files: Mapping[Path, bytes]) -> list[str]:
         """Files kept outside the vault (a feed folder elsewhere): atomic writes, no journal."""

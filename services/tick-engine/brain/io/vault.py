@@ -39,6 +39,7 @@ from brain.core.model import (
     field_names,
 )
 from brain.core.plan import Expect
+from brain.core.progress import EVERY, Step
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular, regular_stat
 from brain.io.background import Forked
@@ -635,6 +636,7 @@ def scan(
     keep_bytes: bool = False,
     arcs_anywhere: bool = False,
     fork: bool = False,
+    progress: Step | None = None,
 ) -> Snapshot:
     """Parse the vault, reusing the cache for files whose size and mtime are unchanged.
 
@@ -642,7 +644,7 @@ def scan(
     ("racily clean": an edit in the same clock tick keeps size and mtime) is trusted only
     after its content hash is checked. ``arcs_anywhere`` (a standalone ``brain cluster``
     folder, not a vault) treats a ``cluster_id`` note in any folder as an arc. ``fork``: many files
-    to parse are shared with a forked child (:func:`_parse_all`).
+    to parse are shared with a forked child (:func:`_parse_all`). ``progress`` hears of the files parsed.
     """
     started = time.perf_counter()
     cache, cache_written, later = _load_cache(vault)
@@ -683,7 +685,7 @@ def scan(
         # The bytes of a few files parsed are kept for the plan and the writer; a cold scan's are not:
         # its plan reads each arc again as it renders it, never every old and new text at once.
         keep = raw if keep_bytes and len(todo) < KEEP_BYTES_FILES else None
-        parsed = iter(_parse_all(vault, todo, max_note_bytes, keep, arcs_anywhere, fork))
+        parsed = iter(_parse_all(vault, todo, max_note_bytes, keep, arcs_anywhere, fork, progress))
         notes = {rel: note if note is not None else next(parsed) for rel, note in found}
     finally:
         if enabled:
@@ -699,16 +701,20 @@ def scan(
     return snapshot
 
 
+#: What :func:`scan` counts for its ``progress``.
+PARSED = "files parsed"
+
 #: A scan with this many files to parse (a cold tick's) keeps none of their bytes, and parses half
 #: of them in a forked child.
 PARALLEL_PARSE_FILES = KEEP_BYTES_FILES = 2000
 
 
 def _parse_all(vault: Path, todo: list[tuple[str, Any]], max_note_bytes: int, keep: dict[str, bytes] | None,
-               arcs_anywhere: bool, fork: bool) -> list[Note]:
+               arcs_anywhere: bool, fork: bool, progress: Step | None = None) -> list[Note]:
     """The notes of the (path, stat) pairs in ``todo``, in order; ``keep`` gets each file's bytes.
     Many of them, none kept: the second half is parsed by a forked child (:mod:`brain.io.background`)
-    meanwhile, and comes back as parse-cache rows; a child that fails leaves its half to this process."""
+    meanwhile, and comes back as parse-cache rows; a child that fails leaves its half to this process.
+    ``progress`` counts this process's files (the child's half is counted when it comes back)."""
     many = fork and keep is None and len(todo) >= PARALLEL_PARSE_FILES
     theirs = todo[len(todo) // 2:] if many else []
 
@@ -718,13 +724,25 @@ def _parse_all(vault: Path, todo: list[tuple[str, Any]], max_note_bytes: int, ke
 
     child = Forked.start(parse_theirs) if theirs else None
     mine = todo[:len(todo) - len(theirs)] if child is not None else todo
-    notes = [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in mine]
+    if progress is None:
+        notes = [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in mine]
+    else:
+        notes = []
+        for rel, st in mine:
+            if not len(notes) % EVERY:
+                progress(PARSED, len(notes), len(todo))
+            notes.append(_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere))
+        progress(PARSED, len(notes), len(todo))
     if child is None:
         return notes
     rows = child.output(_parsed_rows) or []
     if len(rows) != len(theirs):
-        return notes + [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in theirs]
-    return notes + [_note_of(row) for row in rows]
+        notes += [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in theirs]
+    else:
+        notes += [_note_of(row) for row in rows]
+    if progress is not None:
+        progress(PARSED, len(todo), len(todo))
+    return notes
 
 
 def _parsed_rows(data: mmap.mmap) -> list[tuple[Any, ...]]:

@@ -34,6 +34,7 @@ from typing import Any, cast
 
 from brain.core.model import Problem
 from brain.core.plan import DeleteFile, Expect, MoveFile, Plan, WriteFile
+from brain.core.progress import EVERY, Step
 from brain.core.timeutil import iso, wall_clock
 from brain.io.atomic import (
     ConfinementError,
@@ -49,6 +50,8 @@ STATE_DIR = ".brain"
 JOURNAL_DIR = f"{STATE_DIR}/journal"
 FSYNC_WORKERS = 32
 SYNCFS_THRESHOLD = 64
+#: What :func:`apply_plan` counts for its ``progress``.
+COMMITTED = "files written"
 
 
 def sha1_bytes(data: bytes) -> str:
@@ -349,8 +352,10 @@ def apply_plan(
     *,
     journal: Journal | None,
     dry_run: bool,
+    progress: Step | None = None,
 ) -> ApplyResult:
-    """Execute ``plan`` (or, with ``dry_run``, only work out what it would change)."""
+    """Execute ``plan`` (or, with ``dry_run``, only work out what it would change); ``progress``
+    hears of the files committed."""
     result = ApplyResult()
     resolved: list[_Resolved] = []
     verified: set[str] = set()
@@ -386,7 +391,7 @@ def apply_plan(
         for index in sorted(changed):  # edited between the check and the journal: not ours to touch
             _conflict(result, _source(resolved[index].op), "changed since the scan")
         resolved = [item for index, item in enumerate(resolved) if index not in changed]
-    for item in _execute_all(vault, resolved, result, journal):
+    for item in _execute_all(vault, resolved, result, journal, progress):
         _note_result(item.op, result)
     if journal is None:
         flush_discards()  # no transaction to wait for them at its end
@@ -792,7 +797,7 @@ def _move(src: str, dst: str, seen: tuple[int, int, int] | None) -> None:
 
 
 def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
-                 journal: Journal | None) -> list[_Resolved]:
+                 journal: Journal | None, progress: Step | None = None) -> list[_Resolved]:
     """Stage every new content as a durable temp file, then commit file by file in plan order.
 
     Each commit is atomic, so a kill at any instant leaves every file old or new; folder
@@ -825,9 +830,13 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
         jobs.append((Path(tmp), op.content))
     for folder in sorted(folders):
         os.makedirs(folder, exist_ok=True)
+    if progress is not None:
+        progress(COMMITTED, 0, len(items))
     _stage(jobs)
     done: list[_Resolved] = []
     for index, item in enumerate(items):
+        if progress is not None and index and not index % EVERY:
+            progress(COMMITTED, index, len(items))
         op = item.op
         path = op.src if isinstance(op, MoveFile) else op.path
 
@@ -878,6 +887,8 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
             continue
         done.append(item)
     _parallel(fsync_dir, [Path(f) for f in sorted(folders)])
+    if progress is not None:
+        progress(COMMITTED, len(items), len(items))
     return done
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from brain.core import feed, keeper
 from brain.core.model import Note, Problem
 from brain.core.plan import Expect, MoveFile, Plan, WriteFile
+from brain.core.progress import EVERY, Step
 from brain.core.snapshot import Snapshot
 from brain.io.atomic import read_regular
 from brain.settings import Settings
@@ -76,6 +77,10 @@ def _merge_heat_lines(lines: list[str]) -> list[str]:
     return kept
 
 
+#: What :func:`plan_keeper` counts for its ``progress``.
+PLANNED = "arcs planned"
+
+
 def plan_keeper(
     snapshot: Snapshot,
     decisions: keeper.KeeperDecisions,
@@ -91,6 +96,7 @@ def plan_keeper(
     dashboards: bool = True,
     dashboard_texts: Mapping[str, str] | None = None,
     feed_before: Mapping[str, tuple[str, str]] | None = None,
+    progress: Step | None = None,
 ) -> KeeperPlan:
     """The keeper's plan for ``decisions`` over ``snapshot``.
 
@@ -100,7 +106,8 @@ def plan_keeper(
     tokens of the feed files already there. ``dashboards`` False leaves them out when the
     caller knows their inputs did not change; ``dashboard_texts`` are dashboards the caller
     rendered itself (a quiet tick patches the lines of the arcs it moves), written instead;
-    ``feed_before`` the feed files the last tick wrote (:attr:`brain.core.feed.FeedInputs.built_before`).
+    ``feed_before`` the feed files the last tick wrote (:attr:`brain.core.feed.FeedInputs.built_before`);
+    ``progress`` hears of the arcs planned.
     """
     plan = Plan()
     out = KeeperPlan(plan, decisions)
@@ -110,7 +117,10 @@ def plan_keeper(
             Problem(paths[0], None, f"cluster_id {cluster_id} is held by {len(paths)} files: {', '.join(paths)}; "
                                     "none is moved or edited until one is removed")
         )
-    for decision in decisions.changed():
+    changed = decisions.changed()
+    for done, decision in enumerate(changed):
+        if progress is not None and not done % EVERY:
+            progress(PLANNED, done, len(changed))
         note = decision.note
         text = texts.get(note.path)
         if text is None:
@@ -131,6 +141,8 @@ def plan_keeper(
         elif new != text:
             plan.add(WriteFile(note.path, data, expect, reason="heat/status", before=before))
 
+    if progress is not None:
+        progress(PLANNED, len(changed), len(changed))
     # Feed: every file comes from core/feed.py's registry; the planner only writes them.
     diff = _merge_heat_lines(describe_moves(decisions) + list(extra_diff or []))
     out.diff_lines = diff

@@ -48,6 +48,7 @@ from brain.core.keeper import (
 )
 from brain.core.model import Note, Problem
 from brain.core.plan import MoveFile, Plan, WriteFile
+from brain.core.progress import Step
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import INBOX
@@ -107,6 +108,8 @@ from brain.pipeline.verify import conscious_count, folder_tokens, reread, static
 from brain.settings import Settings
 
 EXIT_OK, EXIT_VERIFY, EXIT_AI = 0, 1, 4
+#: The steps of a tick that count nothing, as its ``progress`` hears of them.
+ASKING, VERIFYING, INDEXING = "asking the model", "verifying what was written", "waiting for the search index"
 
 
 #: (settings, snapshot, keeper plan, now, where its plans go) -> AIOutcome. A dry run's target is a
@@ -161,6 +164,13 @@ class _Tick:
     feed_before: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: The child building the search index while the writer commits (:func:`_index_alongside`).
     index_child: Forked | None = None
+    #: Hears what a long tick is doing (a bar on a terminal; :mod:`brain.core.progress`).
+    progress: Step | None = None
+
+    def step(self, name: str) -> None:
+        """A step that counts nothing (verifying, waiting for the index or the model)."""
+        if self.progress is not None:
+            self.progress(name, 0, 0)
 
     @property
     def vault(self) -> Path:
@@ -179,14 +189,16 @@ def run_tick(
     ai_phase: AIPhase | None = None,
     ai_skip_reason: str | None = None,
     keeper_only: bool = False,
+    progress: Step | None = None,
 ) -> TickReport:
+    """One tick at ``now`` (SPEC §9); ``progress`` hears what it is doing as it goes."""
     vault = s.vault_path
     feed_dir = s.feed_dir
     tick_id = new_tick_id(vault, now)
     report = TickReport(tick_id, now, dry_run, no_ai or ai_phase is None, keeper_only=keeper_only)
     report.feed_rel = feed_relative(vault, feed_dir)
     tick = _Tick(s, now, report, feed_dir, report.feed_rel, ai_phase, ai_skip_reason or "--no-ai", keeper_only,
-                 Preview(vault))
+                 Preview(vault), progress=progress)
     started = time.perf_counter()
     collecting = gc.isenabled()
     gc.disable()  # a tick allocates a few objects per note and frees them by reference counting
@@ -196,6 +208,7 @@ def run_tick(
         else:
             with transaction(vault, "keeper" if keeper_only else "tick", tick_id, now) as tx:
                 report.problems.extend(tx.recovered)
+                tx.progress = progress
                 tick.target = tx
                 _run(tick)
             report.problems.extend(tx.late)
@@ -295,7 +308,7 @@ def _run(tick: _Tick) -> None:
     else:
         snapshot = scan(vault, feed_dir=tick.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False,
                         listing=[(rel, Listed(size, mtime)) for rel, (size, mtime) in listing.items()],
-                        keep_bytes=not dry_run, fork=s.fork_children)
+                        keep_bytes=not dry_run, fork=s.fork_children, progress=tick.progress)
         report.problems.extend(snapshot.problems)
         report.delta = snapshot.delta
         _after_scan(tick, snapshot)
@@ -330,6 +343,7 @@ def _run(tick: _Tick) -> None:
         tick.candidates_key, candidates = cached_candidates(snapshot, state, same_files=same or tick.partial)
         report.ai = AIReports.skipped(tick.skip_reason, candidates=candidates)
     else:
+        tick.step(ASKING)
         outcome = tick.ai_phase(s, snapshot, kplan, now, tick.target)
         report.ai = outcome.phases
         report.result.merge(outcome.result)
@@ -358,6 +372,7 @@ def _run(tick: _Tick) -> None:
         _verify_report(report, VerifyReport(ms=0.0, failures=static_failures(snapshot), reread=0))
         report.verify.ms = _ms(t)
     else:
+        tick.step(VERIFYING)
         snapshot = _verified(tick, snapshot, final_plan, memo)
 
     _publish_alarms(tick, snapshot)
@@ -474,6 +489,7 @@ def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
     from brain.search.index import SearchIndexError, refresh, sync
 
     if tick.index_child is not None:  # built alongside the writes: the sync below finds what differs
+        tick.step(INDEXING)
         tick.index_child.wait()
         tick.index_child = None
     try:
@@ -541,7 +557,7 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
                         folder_tokens=folder_tokens(tick.feed_dir), extra_diff=extra_diff,
                         intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards,
-                        dashboard_texts=dashboard_texts, feed_before=tick.feed_before)
+                        dashboard_texts=dashboard_texts, feed_before=tick.feed_before, progress=tick.progress)
     report.problems.extend(texts.problems)
     report.result.conflicts.update(p.path for p in texts.problems)  # left for the next tick, like a writer conflict
     _index_alongside(tick, snapshot, kplan)
