@@ -271,16 +271,17 @@ def _run(tick: _Tick) -> None:
     t = time.perf_counter()
     state = load_state(vault)
     fast = tick.ai_phase is None and not tick.keeper_only and not report.problems
-    tag = listing_tag(s, state)
     # Past that window, a child lists a large vault while this process loads what the last tick
     # left, the saved listing included; the child compares the two and hands back only news.
-    listed = listed_files(state)
-    saved = None if tag is None or listed is not None else load_listing(vault, tag)  # an older state: counted
-    child = None if (fast and _in_window(tick, state)) or not s.fork_children or tag is None \
-        or (listed if listed is not None else len(saved or ())) < LIST_BESIDE_FILES \
-        else listing_beside(vault, tick.feed_dir, lambda: load_listing(vault, tag))
-    if tag is not None and listed is not None:
-        saved = load_listing(vault, tag)
+    tag, listed, saved, child = listing_tag(s, state), listed_files(state), None, None
+    if tag is not None:
+        if listed is None:  # a state from before the count was kept: its listing is read to count it
+            saved = load_listing(vault, tag)
+            listed = len(saved or ())
+        if s.fork_children and listed >= LIST_BESIDE_FILES and not (fast and _in_window(tick, state)):
+            child = listing_beside(vault, tick.feed_dir, lambda: load_listing(vault, tag))
+        if saved is None:
+            saved = load_listing(vault, tag)
     left = _left_by_last(tick, state, view=True) if child is not None else None
     listing = listing_from(child, vault, tick.feed_dir, saved) if child is not None \
         else stat_listing(vault, tick.feed_dir)
