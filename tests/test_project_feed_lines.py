@@ -108,6 +108,32 @@ def test_recent_work_for_a_new_project_is_one_row_per_project_with_its_files_acr
     ]
 
 
+def test_recent_work_rows_name_the_files_a_project_worked_on_far_from_its_folder_after_the_habits() -> None:
+    """An arc ranks the files outside its repository last (its in-play files are the project's
+    own), so the operator's setup under ``~/.claude`` or a notes vault on another drive, done
+    from the repository, never reached a row: a session in a home folder or a new one may well
+    continue that work. A folder beside the repository is the project's own work (in play or
+    not), a scratch file is nobody's, and the commands line comes first, so a home folder's cut
+    takes a row, not the habits."""
+    own = [f"S:/repos/portal/Areas/C{i}Controller.cs" for i in range(4)] + [f"docs/page{i}.md" for i in range(4)]
+    away = ["C:/Users/ana/.claude/learning/context-review.md", "D:/Vault/00_Claude/.obsidian/app.json"]
+    notes = [
+        arc_note("2026-11-21-a-0123456789d1", title="Portal areas column", project="docs", cwd="S:/repos/docs",
+                 files=[*own, "S:/repos/portal/Views/Index.cshtml", *away, "/tmp/scratch.txt"],
+                 commands=["docker compose up"],
+                 created="2026-11-21T08:00:00Z", last_active="2026-11-21T10:00:00Z"),
+        arc_note("2026-11-20-a-0123456789d3", title="Tokenizer page", project="site", cwd="/src/site",
+                 files=["public/tokenizer.js"], created="2026-11-20T08:00:00Z", last_active="2026-11-20T09:00:00Z"),
+    ]
+    lines = [line for line in rendered(notes, "recent-work.md").splitlines() if line.startswith("- ")]
+    assert lines[0].startswith("- Commands lately: `docker compose up`")
+    assert lines[1].startswith("- 2026-11-21 · docs · Portal areas column; files: `S:/repos/portal/Areas/C0Controller.cs`")
+    assert lines[1].endswith("`docs/page3.md`; outside it: `C:/Users/ana/.claude/learning/context-review.md`, "
+                             "`D:/Vault/00_Claude/.obsidian/app.json`")
+    assert "Index.cshtml" not in lines[1] and "scratch" not in lines[1]
+    assert lines[2] == "- 2026-11-20 · site · Tokenizer page; files: `public/tokenizer.js`"
+
+
 def test_commands_several_projects_share_come_first() -> None:
     assert shared_first([["tool new"], ["uv run pytest", "tool b"], ["uv run pytest"]], 3) == [
         "uv run pytest", "tool new", "tool b"]

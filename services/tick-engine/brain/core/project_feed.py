@@ -105,6 +105,9 @@ RECENT_WORK_PROJECTS, RECENT_WORK_AGGREGATE = 5, AGGREGATE_ARCS
 #: Files a ``recent-work.md`` row lists: a new project often repeats a recent one's stack and
 #: layout (``routes/web.php``, ``docker-compose.yml``), and its session has the whole budget.
 RECENT_WORK_FILES = 10
+#: Files a ``recent-work.md`` row adds that its project's sessions worked on far from its folder
+#: (:func:`worked_away`): ranked last in an arc, they never reach its in-play files.
+RECENT_WORK_AWAY = 10
 #: Commands ``recent-work.md`` lists: the operator's habits across projects, a guess for a new one.
 RECENT_WORK_COMMANDS = 30
 #: An error's code span in a feed line.
@@ -516,9 +519,10 @@ def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[Project
 
 def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> FeedFile:
     """``recent-work.md``: the latest real work across projects, for a session outside every
-    known project (the global feed). One row per project, most recently active first: its
-    latest arc and the files its recent arcs worked on most, so one busy project does not fill
-    the list; then the commands and errors, those several projects share first."""
+    known project (the global feed). First the commands and errors, those several projects
+    share first; then one row per project, most recently active first: its latest arc and the
+    files its recent arcs worked on most, so one busy project does not fill the list, and the
+    files they worked on far from its folder (:func:`worked_away`)."""
     feed = FeedFile(RECENT_WORK, "Recent Work", 6, "info", date, s.feed_ttl_seconds,
                     "# Recent work across projects\n")
     per_project: dict[str, list[ProjectArc]] = {}
@@ -527,9 +531,15 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
     listed: set[str] = set()
     for arcs in list(per_project.values())[:RECENT_WORK_PROJECTS]:
         files = ranked((files_in_play(pa.arc) for pa in arcs), RECENT_WORK_FILES)
-        if adds_something(arcs[0], listed, files):
-            feed.items.append(FeedItem(arc_line(arcs[0], with_project=True, files=files), RANK_RECENT))
+        away = [f for f in dict.fromkeys(f for pa in arcs for f in worked_away(pa.arc))
+                if f not in files and f not in listed][:RECENT_WORK_AWAY]
+        if adds_something(arcs[0], listed, [*files, *away]):
+            line = arc_line(arcs[0], with_project=True, files=files)
+            if away:
+                line += f"; outside it: {code_list(feed_path(f, 80) for f in away)}"
+            feed.items.append(FeedItem(line, RANK_RECENT))
         listed.update(files)
+        listed.update(away)
     commands = shared_first([ranked((pa.arc.commands for pa in arcs), RECENT_WORK_COMMANDS)
                              for arcs in per_project.values()], RECENT_WORK_COMMANDS)
     errors = shared_first([error_names(arcs) for arcs in per_project.values()], MAX_ERROR_NAMES)
@@ -538,8 +548,21 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
         ("Commands lately", [feed_text(c, 80) for c in commands]), ("errors lately", errors)) if found]
     if parts:
         line = "; ".join(parts)
-        feed.items.append(FeedItem(f"- {line[0].upper()}{line[1:]}", RANK_RECENT))
+        # First: in a home folder's feed, where this file fills what the project's leaves, the cut
+        # takes the oldest project's row (its files and those outside it), not the habits.
+        feed.items.insert(0, FeedItem(f"- {line[0].upper()}{line[1:]}", RANK_RECENT))
     return feed
+
+
+def worked_away(arc: ArcInfo) -> list[str]:
+    """The files ``arc`` worked on far from its folder, in its order: absolute paths neither in
+    its cwd nor in a folder beside it (the operator's ``~/.claude``, a notes vault on another
+    drive, ``/etc``), not scratch files. The arc's files rank them last, after the project's own,
+    so its in-play files never show them; a session in a home folder or a new one may well
+    continue that work."""
+    cwd = _slashed(arc.cwd or "")
+    return [f for f in arc.files if ABSOLUTE_PATH.match(f) and not f.startswith(SCRATCH_PREFIXES)
+            and not sibling_folder(f, cwd) and not (cwd and _place(f).startswith(_place(cwd) + "/"))]
 
 
 def lesson_list(texts: Sequence[str]) -> str:
