@@ -150,6 +150,12 @@ def outcome(body: Callable[[], int | None], passthrough: tuple[type[Exception], 
         return error.exit_code
 
 
+def bar_text(done: int, total: int, width: int = 30) -> str:
+    """``[####....] 3/12``: ``done`` of ``total`` (nothing to count: full)."""
+    filled = width if total <= 0 else min(width, width * done // total)
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+
+
 class ProgressBar:
     """``[####....] 3/12 <unit><detail>`` on stderr, redrawn at most ten times a second.
 
@@ -170,9 +176,7 @@ class ProgressBar:
         if done < total and now - self.last < 0.1:
             return
         self.last = now
-        width = 30
-        filled = width if total <= 0 else min(width, width * done // total)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {self.unit}{detail}")
+        sys.stderr.write(f"\r{bar_text(done, total)} {self.unit}{detail}")
         sys.stderr.flush()
         self.drawn = True
 
@@ -210,11 +214,7 @@ class StepBar:
         if now - self.started < self.delay or (step == self.step and done < total and now - self.last < 0.1):
             return
         self.step, self.last = step, now
-        if total > 0:
-            filled = min(30, 30 * done // total)
-            line = f"{self.label}: [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {step}"
-        else:
-            line = f"{self.label}: … {step}"
+        line = f"{self.label}: {bar_text(done, total) if total > 0 else '…'} {step}"
         sys.stderr.write("\r" + line.ljust(self.width))
         sys.stderr.flush()
         self.width = max(self.width, len(line))  # what the line holds now

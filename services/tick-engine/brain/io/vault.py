@@ -39,7 +39,7 @@ from brain.core.model import (
     field_names,
 )
 from brain.core.plan import Expect
-from brain.core.progress import EVERY, Step
+from brain.core.progress import Step, counted
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular, regular_stat
 from brain.io.background import Forked
@@ -724,15 +724,8 @@ def _parse_all(vault: Path, todo: list[tuple[str, Any]], max_note_bytes: int, ke
 
     child = Forked.start(parse_theirs) if theirs else None
     mine = todo[:len(todo) - len(theirs)] if child is not None else todo
-    if progress is None:
-        notes = [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere) for rel, st in mine]
-    else:
-        notes = []
-        for rel, st in mine:
-            if not len(notes) % EVERY:
-                progress(PARSED, len(notes), len(todo))
-            notes.append(_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere))
-        progress(PARSED, len(notes), len(todo))
+    notes = [_parse_file(vault, rel, st, max_note_bytes, keep, arcs_anywhere)
+             for rel, st in counted(mine, progress, PARSED, len(todo))]
     if child is None:
         return notes
     rows = child.output(_parsed_rows) or []

@@ -34,7 +34,7 @@ from typing import Any, cast
 
 from brain.core.model import Problem
 from brain.core.plan import DeleteFile, Expect, MoveFile, Plan, WriteFile
-from brain.core.progress import EVERY, Step
+from brain.core.progress import Step, counted
 from brain.core.timeutil import iso, wall_clock
 from brain.io.atomic import (
     ConfinementError,
@@ -834,9 +834,7 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
         progress(COMMITTED, 0, len(items))
     _stage(jobs)
     done: list[_Resolved] = []
-    for index, item in enumerate(items):
-        if progress is not None and index and not index % EVERY:
-            progress(COMMITTED, index, len(items))
+    for index, item in enumerate(counted(items, progress, COMMITTED)):
         op = item.op
         path = op.src if isinstance(op, MoveFile) else op.path
 
@@ -887,8 +885,6 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
             continue
         done.append(item)
     _parallel(fsync_dir, [Path(f) for f in sorted(folders)])
-    if progress is not None:
-        progress(COMMITTED, len(items), len(items))
     return done
 
 

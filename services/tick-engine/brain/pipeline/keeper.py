@@ -16,7 +16,7 @@ from pathlib import Path
 from brain.core import feed, keeper
 from brain.core.model import Note, Problem
 from brain.core.plan import Expect, MoveFile, Plan, WriteFile
-from brain.core.progress import EVERY, Step
+from brain.core.progress import Step, counted
 from brain.core.snapshot import Snapshot
 from brain.io.atomic import read_regular
 from brain.settings import Settings
@@ -117,10 +117,7 @@ def plan_keeper(
             Problem(paths[0], None, f"cluster_id {cluster_id} is held by {len(paths)} files: {', '.join(paths)}; "
                                     "none is moved or edited until one is removed")
         )
-    changed = decisions.changed()
-    for done, decision in enumerate(changed):
-        if progress is not None and not done % EVERY:
-            progress(PLANNED, done, len(changed))
+    for decision in counted(decisions.changed(), progress, PLANNED):
         note = decision.note
         text = texts.get(note.path)
         if text is None:
@@ -141,8 +138,6 @@ def plan_keeper(
         elif new != text:
             plan.add(WriteFile(note.path, data, expect, reason="heat/status", before=before))
 
-    if progress is not None:
-        progress(PLANNED, len(changed), len(changed))
     # Feed: every file comes from core/feed.py's registry; the planner only writes them.
     diff = _merge_heat_lines(describe_moves(decisions) + list(extra_diff or []))
     out.diff_lines = diff

@@ -275,12 +275,13 @@ def _run(tick: _Tick) -> None:
     # left, the saved listing included; the child compares the two and hands back only news.
     tag, listed, saved, child = listing_tag(s, state), listed_files(state), None, None
     if tag is not None:
-        if listed is None:  # a state from before the count was kept: its listing is read to count it
+        counted_first = listed is None  # a state from before the count was kept: its listing is read to count it
+        if counted_first:
             saved = load_listing(vault, tag)
-            listed = len(saved or ())
-        if s.fork_children and listed >= LIST_BESIDE_FILES and not (fast and _in_window(tick, state)):
+        count = len(saved or ()) if listed is None else listed
+        if s.fork_children and count >= LIST_BESIDE_FILES and not (fast and _in_window(tick, state)):
             child = listing_beside(vault, tick.feed_dir, lambda: load_listing(vault, tag))
-        if saved is None:
+        if not counted_first:
             saved = load_listing(vault, tag)
     left = _left_by_last(tick, state, view=True) if child is not None else None
     listing = listing_from(child, vault, tick.feed_dir, saved) if child is not None \

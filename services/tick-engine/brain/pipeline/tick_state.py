@@ -155,7 +155,6 @@ def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Sn
             if len(delta) * 4 < len(before):
                 atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)), durable=False)
                 return
-        if partial:
             decided = {d.note.path for d in decisions.arcs.values()}
             memo = {**{path: row for path, row in before.rows.items() if path not in decided}, **memo}
         atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)), durable=False)
