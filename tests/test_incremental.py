@@ -13,6 +13,7 @@ import json
 import shutil
 import sqlite3
 import tempfile
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,51 @@ def test_a_quiet_tick_writes_what_a_full_tick_writes(tmp_path: Path) -> None:
     again = run_tick(s, t0 + QUIET_STEPS[-1] + timedelta(hours=2), no_ai=True, dry_run=False)
     assert again.exit_code == 0 and not again.keeper.quiet
     assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()
+
+
+class _Later:
+    """The clock of :mod:`brain.io.vault` ``seconds`` ahead of the wall's (the rest of ``time`` as is)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.offset = int(seconds * 1e9)
+
+    def time_ns(self) -> int:
+        return time.time_ns() + self.offset
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def test_a_racily_clean_note_is_hashed_once_not_at_every_quiet_tick(tmp_path: Path, monkeypatch) -> None:
+    """Notes written just before the view was saved are confirmed by their bytes at the next
+    tick; that tick's view then vouches for them, so the tick after reads only what its
+    predecessor wrote (git's racy-clean smudge), not every note the cold tick wrote."""
+    import brain.io.vault as vault_module
+
+    vault = init_vault(tmp_path / "v")
+    _quiet_vault(vault)
+    s = Settings(vault=vault, conscious_cap=4)
+    t0 = require_instant(NOW)
+    assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0  # every file it wrote is racy
+    hashed: list[str] = []
+    real = vault_module._same_content
+
+    def counting(root: Path, rel: str, size: int, sha1: str) -> bool:
+        hashed.append(rel)
+        return real(root, rel, size, sha1)
+
+    monkeypatch.setattr(vault_module, "_same_content", counting)
+    monkeypatch.setattr(vault_module, "time", _Later(60))  # the next tick comes long after the writes
+    second = run_tick(s, t0 + timedelta(hours=2), no_ai=True, dry_run=False)
+    assert second.exit_code == 0 and second.keeper.quiet, second.as_dict()
+    first_hashed = set(hashed)
+    rewritten = set(second.result.written) | {dst for _src, dst in second.result.moved}
+    assert first_hashed - rewritten, "the cold tick's writes were not racy: this test shows nothing"
+    hashed.clear()
+    monkeypatch.setattr(vault_module, "time", _Later(120))
+    third = run_tick(s, t0 + timedelta(hours=4), no_ai=True, dry_run=False)
+    assert third.exit_code == 0 and third.keeper.quiet, third.as_dict()
+    assert set(hashed) <= rewritten, sorted(set(hashed) - rewritten)
 
 
 def test_the_view_stores_a_string_many_arcs_share_once(tmp_path: Path) -> None:

@@ -365,6 +365,11 @@ VIEW_DELTA_SHARE, VIEW_DELTA_MIN = 0.25, 64
 #: The base view this process loaded or wrote: its vault, key, rows by path, and the file's size
 #: and mtime then (an overlay is only written beside that very file).
 _VIEW_BASE: dict[str, Any] = {"vault": None, "key": None, "rows": {}, "stat": None}
+#: Paths of the view :func:`load_view` found racily clean and confirmed by their bytes, long
+#: enough after their mtime that a later save may vouch for them as of its own time (git's
+#: "smudge"): without it, a note written just before the view was saved is read and hashed by
+#: every later tick until the view's base is written again.
+_CONFIRMED: set[str] = set()
 
 
 def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
@@ -382,9 +387,11 @@ def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
     same = _VIEW_BASE["vault"] == vault and _VIEW_BASE["stat"] is not None \
         and _VIEW_BASE["stat"] == _stat_pair(vault / VIEW_FILE)
     base = _VIEW_BASE["rows"] if same else None
+    confirmed = set(_CONFIRMED)
+    _CONFIRMED.clear()  # this save vouches for them, or fails and the next tick confirms them again
     with contextlib.suppress(OSError):
         if base is not None:
-            changed = {path: row for path, row in rows.items() if base.get(path) is not row}
+            changed = {path: row for path, row in rows.items() if base.get(path) is not row or path in confirmed}
             if len(changed) <= max(VIEW_DELTA_MIN, int(len(rows) * VIEW_DELTA_SHARE)):
                 atomic_write(vault / VIEW_DELTA_FILE,
                              marshal.dumps((CACHE_KEY, _VIEW_BASE["key"], key, now, tuple(rows), changed)),
@@ -416,6 +423,7 @@ def _shared(value: Any, pool: dict[str, str]) -> Any:
 
 def drop_view(vault: Path) -> None:
     _VIEW_BASE.update(vault=None, key=None, rows={}, stat=None)
+    _CONFIRMED.clear()
     with contextlib.suppress(OSError):
         (vault / VIEW_DELTA_FILE).unlink(missing_ok=True)
         (vault / VIEW_FILE).unlink(missing_ok=True)
@@ -458,22 +466,31 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]], *,
     if view is None or view[0] != key:
         return None
     racy = RACY_SECONDS * 1_000_000_000
+    settled = time.time_ns() - racy  # a file whose mtime is older was not written in the same instant as now
     notes: dict[str, Note] = {}
     kept: dict[str, tuple[Note, tuple[Any, ...]]] = {}
+    confirmed: set[str] = set()
     try:
         for note, row, written in view[1]:
             if note.path in changed:
                 if before is not None:
                     before[note.path] = note
                 continue
-            if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, written - racy):
+            if listing.get(note.path) != (note.size, note.mtime_ns):
                 return None
+            if note.mtime_ns >= written - racy:
+                if not _same_content(vault, note.path, note.size, note.sha1):
+                    return None
+                if note.mtime_ns < settled:
+                    confirmed.add(note.path)
             notes[note.path] = note
             kept[note.path] = (note, row)
     except (TypeError, ValueError):
         return None
     _LOADED.clear()  # the rows a later save (of the view) reuses for the notes it did not change
     _LOADED.update(kept)
+    _CONFIRMED.clear()
+    _CONFIRMED.update(confirmed)
     return notes
 
 
