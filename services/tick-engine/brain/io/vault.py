@@ -369,7 +369,7 @@ _VIEW_BASE: dict[str, Any] = {"vault": None, "key": None, "rows": {}, "stat": No
 #: enough after their mtime that a later save may vouch for them as of its own time (git's
 #: "smudge"): without it, a note written just before the view was saved is read and hashed by
 #: every later tick until the view's base is written again.
-_CONFIRMED: set[str] = set()
+_CONFIRMED: dict[str, Any] = {"vault": None, "paths": frozenset()}
 
 
 def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
@@ -387,8 +387,8 @@ def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
     same = _VIEW_BASE["vault"] == vault and _VIEW_BASE["stat"] is not None \
         and _VIEW_BASE["stat"] == _stat_pair(vault / VIEW_FILE)
     base = _VIEW_BASE["rows"] if same else None
-    confirmed = set(_CONFIRMED)
-    _CONFIRMED.clear()  # this save vouches for them, or fails and the next tick confirms them again
+    confirmed = _CONFIRMED["paths"] if _CONFIRMED["vault"] == vault else frozenset()
+    _CONFIRMED.update(vault=None, paths=frozenset())  # this save vouches for them, or the next tick checks again
     with contextlib.suppress(OSError):
         if base is not None:
             changed = {path: row for path, row in rows.items() if base.get(path) is not row or path in confirmed}
@@ -423,7 +423,7 @@ def _shared(value: Any, pool: dict[str, str]) -> Any:
 
 def drop_view(vault: Path) -> None:
     _VIEW_BASE.update(vault=None, key=None, rows={}, stat=None)
-    _CONFIRMED.clear()
+    _CONFIRMED.update(vault=None, paths=frozenset())
     with contextlib.suppress(OSError):
         (vault / VIEW_DELTA_FILE).unlink(missing_ok=True)
         (vault / VIEW_FILE).unlink(missing_ok=True)
@@ -489,8 +489,7 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]], *,
         return None
     _LOADED.clear()  # the rows a later save (of the view) reuses for the notes it did not change
     _LOADED.update(kept)
-    _CONFIRMED.clear()
-    _CONFIRMED.update(confirmed)
+    _CONFIRMED.update(vault=vault, paths=frozenset(confirmed))  # of this vault only: never vouched for in another
     return notes
 
 
