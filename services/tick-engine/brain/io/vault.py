@@ -365,11 +365,6 @@ VIEW_DELTA_SHARE, VIEW_DELTA_MIN = 0.25, 64
 #: The base view this process loaded or wrote: its vault, key, rows by path, and the file's size
 #: and mtime then (an overlay is only written beside that very file).
 _VIEW_BASE: dict[str, Any] = {"vault": None, "key": None, "rows": {}, "stat": None}
-#: Paths of the view :func:`load_view` found racily clean and confirmed by their bytes, long
-#: enough after their mtime that a later save may vouch for them as of its own time (git's
-#: "smudge"): without it, a note written just before the view was saved is read and hashed by
-#: every later tick until the view's base is written again.
-_CONFIRMED: dict[str, Any] = {"vault": None, "paths": frozenset()}
 
 
 def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
@@ -387,11 +382,9 @@ def save_view(vault: Path, key: str, notes: Iterable[Note]) -> None:
     same = _VIEW_BASE["vault"] == vault and _VIEW_BASE["stat"] is not None \
         and _VIEW_BASE["stat"] == _stat_pair(vault / VIEW_FILE)
     base = _VIEW_BASE["rows"] if same else None
-    confirmed = _CONFIRMED["paths"] if _CONFIRMED["vault"] == vault else frozenset()
-    _CONFIRMED.update(vault=None, paths=frozenset())  # this save vouches for them, or the next tick checks again
     with contextlib.suppress(OSError):
         if base is not None:
-            changed = {path: row for path, row in rows.items() if base.get(path) is not row or path in confirmed}
+            changed = {path: row for path, row in rows.items() if base.get(path) is not row}
             if len(changed) <= max(VIEW_DELTA_MIN, int(len(rows) * VIEW_DELTA_SHARE)):
                 atomic_write(vault / VIEW_DELTA_FILE,
                              marshal.dumps((CACHE_KEY, _VIEW_BASE["key"], key, now, tuple(rows), changed)),
@@ -423,7 +416,6 @@ def _shared(value: Any, pool: dict[str, str]) -> Any:
 
 def drop_view(vault: Path) -> None:
     _VIEW_BASE.update(vault=None, key=None, rows={}, stat=None)
-    _CONFIRMED.update(vault=None, paths=frozenset())
     with contextlib.suppress(OSError):
         (vault / VIEW_DELTA_FILE).unlink(missing_ok=True)
         (vault / VIEW_FILE).unlink(missing_ok=True)
@@ -476,20 +468,22 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]], *,
                 if before is not None:
                     before[note.path] = note
                 continue
-            if listing.get(note.path) != (note.size, note.mtime_ns):
+            if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, written - racy):
                 return None
-            if note.mtime_ns >= written - racy:
-                if not _same_content(vault, note.path, note.size, note.sha1):
-                    return None
-                if note.mtime_ns < settled:
-                    confirmed.add(note.path)
+            if settled > note.mtime_ns >= written - racy:
+                confirmed.add(note.path)
             notes[note.path] = note
             kept[note.path] = (note, row)
     except (TypeError, ValueError):
         return None
     _LOADED.clear()  # the rows a later save (of the view) reuses for the notes it did not change
     _LOADED.update(kept)
-    _CONFIRMED.update(vault=vault, paths=frozenset(confirmed))  # of this vault only: never vouched for in another
+    if _VIEW_BASE["vault"] == vault:
+        # A racily clean row its bytes confirmed, long after its mtime, leaves what the next save
+        # compares with: that save writes it again as of its own time (git's "smudge"), so the
+        # note is hashed once, not by every later tick until the view's base is written again.
+        for path in confirmed:
+            _VIEW_BASE["rows"].pop(path, None)
     return notes
 
 
