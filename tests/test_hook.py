@@ -739,6 +739,33 @@ def test_a_home_folder_session_gets_its_projects_feed_then_the_recent_work_acros
     assert "# Recent work across projects" not in start(projects, "/home/u/work")
 
 
+def test_a_young_project_gets_the_recent_work_across_projects_while_another_was_just_worked(projects: Path) -> None:
+    """A project the vault knows little of (its feed fills less than a third of the budget) is
+    most likely what the operator was just doing elsewhere: while another project was worked on
+    within a day, the recent work across projects follows its own feed. A project with a feed of
+    its own to fill the budget, or an operator idle elsewhere for longer, gets its own feed only."""
+    write_feed_file(projects, "recent-work.md", 6,
+                    "# Recent work across projects\n\n- Commands lately: `adb devices`, `avdmanager list`")
+
+    def index_with(beta_worked: str) -> None:
+        index = {**INDEX, "projects": {"alpha": {"file": "projects/alpha.md", "worked": "2026-11-20T08:00:00Z"},
+                                       "beta": {"file": "projects/beta.md", "worked": beta_worked}}}
+        (projects / "projects" / "index.json").write_text(json.dumps(index))
+
+    index_with("2026-11-21T10:30:00Z")  # beta 2 h before this 12:30 session
+    text = start(projects, "/home/u/src/alpha")
+    assert text.index("# alpha: where we left off") < text.index("# Recent work across projects")
+    assert "`adb devices`" in text
+    index_with("2026-11-20T06:30:00Z")  # 30 h before: the operator's work elsewhere is not this thread
+    assert "# Recent work across projects" not in start(projects, "/home/u/src/alpha")
+    index_with("2026-11-21T10:30:00Z")
+    files = ", ".join(f"`src/module_{n}.py`" for n in range(200))  # a project with plenty of its own
+    write_feed_file(projects, "projects/alpha.md", 50,
+                    f"# alpha: where we left off\n\n- Last session: importer\n\n## Used here recently\n\n- Files: {files}")
+    text = start(projects, "/home/u/src/alpha")
+    assert "# alpha: where we left off" in text and "# Recent work across projects" not in text
+
+
 def test_the_project_worked_on_just_before_adds_its_handoff_line(projects: Path) -> None:
     """An operator who moves from one repository to the next often carries the same thread: the
     handoff line of the project worked on last follows this project's feed, while that was

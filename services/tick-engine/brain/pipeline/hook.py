@@ -563,9 +563,11 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own, just_before(folder, index, project, now)) if s is not None]
             here = normal_path(cwd) if cwd else ""
-            if here and (about_anything(here) or here in index.holders):
+            if (here and (about_anything(here) or here in index.holders)) or young(own, settings, index, project, now):
                 # A home folder's sessions, and a folder of projects' (``~/work``), range over
-                # every project: the recent work across projects follows, in what the budget leaves.
+                # every project; a project the vault knows little of yet is most likely what
+                # the operator was just doing elsewhere: the recent work across projects
+                # follows, in what the budget leaves.
                 across = read_section(folder / RECENT_WORK)
                 if across is not None:
                     sections.append(across)
@@ -600,6 +602,37 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
     return Context(f"{note}\n\n{text}" if note else text, project)
 
 
+def worked_elsewhere(index: ProjectIndex, project: str, now: datetime, seconds: float) -> list[tuple[datetime, str]]:
+    """The other projects an operator worked in (a headless run such as claude-mem's observer
+    moves on from nothing: :attr:`ProjectIndex.worked`) at most ``seconds`` before ``now``, each
+    with when, newest first."""
+    from brain.core.timeutil import parse_instant
+
+    found = []
+    for name, text in index.worked.items():
+        when = parse_instant(text)
+        if name != project and when is not None and 0 <= (now - when).total_seconds() <= seconds:
+            found.append((when, name))
+    return sorted(found, reverse=True)
+
+
+#: A project's feed shorter than this share of the token budget is that of a project the vault
+#: knows little of yet (one or two short arcs): :func:`young`.
+YOUNG_FEED_SHARE = 1 / 3
+#: How recent another project's work must be for a young project's session to be shown it.
+YOUNG_ELSEWHERE_SECONDS = 24 * 3600
+
+
+def young(own: FeedSection, settings: Settings, index: ProjectIndex, project: str, now: datetime) -> bool:
+    """The project's own feed fills less than :data:`YOUNG_FEED_SHARE` of the budget, and an
+    operator worked in another project within :data:`YOUNG_ELSEWHERE_SECONDS`: the next session
+    has little to start from here, and what was just done elsewhere (the tools and commands of
+    the same machine, a script written there and run here) is the best guess at what it needs."""
+    if len(own.body) >= max(0, settings.feed_token_budget) * 4 * YOUNG_FEED_SHARE:
+        return False
+    return bool(worked_elsewhere(index, project, now, YOUNG_ELSEWHERE_SECONDS))
+
+
 #: A session that ended in another project this long before this one started, later than any
 #: here, is most likely the work this one continues: its handoff line follows this project's feed.
 JUST_BEFORE_SECONDS = 3 * 3600
@@ -617,13 +650,9 @@ def just_before(folder: Path, index: ProjectIndex, project: str, now: datetime) 
     from brain.core.timeutil import parse_instant
 
     own = parse_instant(index.last_active.get(project) or "")
-    recent = []
-    for name, text in index.worked.items():  # an SDK client's run (claude-mem's observer) moved on from nothing
-        when = parse_instant(text)
-        if (name != project and name in index.files and when is not None
-                and 0 <= (now - when).total_seconds() <= JUST_BEFORE_SECONDS and (own is None or when > own)):
-            recent.append((when, name))
-    for when, name in sorted(recent, reverse=True):
+    for when, name in worked_elsewhere(index, project, now, JUST_BEFORE_SECONDS):
+        if name not in index.files or (own is not None and when <= own):
+            continue
         other = read_section(folder / index.files[name])
         lines = other.body.splitlines() if other is not None else []
         line = next((line for line in lines if line.startswith(_HANDOFF_LINE)), None)
