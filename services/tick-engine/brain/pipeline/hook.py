@@ -550,6 +550,7 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
         return Context("", None)
     if cwd is not None and "\x00" in cwd:
         cwd = None
+    full = max(0, settings.feed_token_budget) * 4  # the budget in characters
     index = load_index(folder)
     found = match_session(index, cwd) if index is not None else None
     project = found[0] if found is not None else None
@@ -563,7 +564,7 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
             alarms = read_section(folder / ALARMS_FILE)
             sections = [s for s in (alarms, own, just_before(folder, index, project, now)) if s is not None]
             here = normal_path(cwd) if cwd else ""
-            if (here and (about_anything(here) or here in index.holders)) or young(own, settings, index, project, now):
+            if (here and (about_anything(here) or here in index.holders)) or young(own, full, index, project, now):
                 # A home folder's sessions, and a folder of projects' (``~/work``), range over
                 # every project; a project the vault knows little of yet is most likely what
                 # the operator was just doing elsewhere: the recent work across projects
@@ -593,9 +594,7 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
     if sections:
         notes.append(stale_note(index, now))
     note = "\n".join(n for n in notes if n)
-    budget = max(0, settings.feed_token_budget) * 4
-    if note:
-        budget = max(0, budget - len(note) - 2)
+    budget = max(0, full - len(note) - 2) if note else full
     text = assemble(sections, budget)
     if not text:
         return Context("", None)
@@ -623,12 +622,12 @@ YOUNG_FEED_SHARE = 1 / 3
 YOUNG_ELSEWHERE_SECONDS = 24 * 3600
 
 
-def young(own: FeedSection, settings: Settings, index: ProjectIndex, project: str, now: datetime) -> bool:
-    """The project's own feed fills less than :data:`YOUNG_FEED_SHARE` of the budget, and an
+def young(own: FeedSection, budget_chars: int, index: ProjectIndex, project: str, now: datetime) -> bool:
+    """The project's own feed fills less than :data:`YOUNG_FEED_SHARE` of the budget (``budget_chars``), and an
     operator worked in another project within :data:`YOUNG_ELSEWHERE_SECONDS`: the next session
     has little to start from here, and what was just done elsewhere (the tools and commands of
     the same machine, a script written there and run here) is the best guess at what it needs."""
-    if len(own.body) >= max(0, settings.feed_token_budget) * 4 * YOUNG_FEED_SHARE:
+    if len(own.body) >= budget_chars * YOUNG_FEED_SHARE:
         return False
     return bool(worked_elsewhere(index, project, now, YOUNG_ELSEWHERE_SECONDS))
 
