@@ -516,13 +516,15 @@ def test_arcs_carry_the_work_and_merged_sessions_stay_visible(vault: Path) -> No
     [created] = report["created"]
     meta, body = arcs_in(vault)[created["cluster_id"]]
     assert meta["title"] == "Fix the cart total rounding"
-    assert meta["files"] == ["src/cart.py", "src/invoice.py", "src/money.py", "README.md"]  # edited, read, generic
+    # Edited, read, generic; each session's counts weigh half those of the session after it
+    # (RECENCY_DECAY): w2's 2 edits of invoice.py (2) outrank w1's 3 of cart.py (1.5).
+    assert meta["files"] == ["src/invoice.py", "src/cart.py", "src/money.py", "README.md"]
     assert meta["commands"] == ["uv run pytest", "npm run build"]
     assert meta["open_errors"] == ["TypeError: x is undefined (npm run build)"]  # the latest session's only
     assert meta["last_prompt"] == "the PDF still shows NaN" and meta["last_state"] == "Stopped at the PDF renderer"
     assert meta["identifiers"] == ["cart_total"]
-    # Every error name met, the resolved AssertionError included (equal counts: by name).
-    assert meta["errors_met"] == ["AssertionError", "TypeError"]
+    # Every error name met, the resolved AssertionError included (the latest session's first).
+    assert meta["errors_met"] == ["TypeError", "AssertionError"]
     assert "“Fix the cart total rounding”" in _timeline_line(body, "w1")
     assert "“now the invoice PDF export”" in _timeline_line(body, "w2")
     assert "<!-- @todo priority=2 source=w2 -->export totals<!-- @/todo -->" in body and ">a<!--" not in body
@@ -535,7 +537,7 @@ def test_arcs_carry_the_work_and_merged_sessions_stay_visible(vault: Path) -> No
     meta, body = arcs_in(vault)[created["cluster_id"]]
     assert "resumed from `w2`" in _timeline_line(body, "w3")
     assert meta["last_prompt"] == "ship it" and meta["open_errors"] == []
-    assert meta["errors_met"] == ["AssertionError", "TypeError"]  # what was met stays met
+    assert meta["errors_met"] == ["TypeError", "AssertionError"]  # what was met stays met
     assert "source=w2 -->export totals" not in body  # the latest todo state replaced the older one
     assert "<!-- @todo priority=3 source=w3 -->send the PDF<!-- @/todo -->" in body
     before = tree_digest(vault, include_state=False)
@@ -623,4 +625,29 @@ def test_an_arc_keeps_the_files_read_beside_many_edited(vault: Path) -> None:
     [created] = cluster(vault, bundle(first, second))[1]["created"]
     files = arcs_in(vault)[created["cluster_id"]][0]["files"]
     assert len(files) == 38 and files[:20] == [f"lib/app/edited_{i}.ex" for i in sorted(range(20), key=str)]
-    assert files[-3:] == ["config/config.exs", "test/support/data_case.ex", "config/dev.exs"]  # read: by count
+    # Read, by count weighed by recency: f2's 2 reads (2) before f1's 3 (1.5) and 1 (0.5); the
+    # edits tie at 1 (f1's 2 halved, f2's 1) and keep their order by name.
+    assert files[-3:] == ["test/support/data_case.ex", "config/config.exs", "config/dev.exs"]
+
+
+def test_a_long_arc_lists_what_its_last_sessions_worked_on_and_keeps_files_outside_its_folder(vault: Path) -> None:
+    """Ten sessions on one branch (one arc): each of the first nine edited twelve files nine
+    times, the last one edited another five times and the operator's own agent files in
+    ``~/.claude``. By count the first session's files would lead; weighed by recency the arc
+    lists the last session's first, then the one before it, and so on, and keeps the outside
+    files although the repository's own would fill the 60 places (at most AWAY_KEPT of them)."""
+    from brain.core.arc_text import AWAY_KEPT, FILES_KEPT
+
+    sessions = [session(f"d{k}", T0 + timedelta(hours=k), prompt="the sidebar", cwd="/w/app", git_branch="sidebar",
+                        files_edited={f"src/old_{k}_{i}.ts": 9 for i in range(12)}) for k in range(9)]
+    away = {f"/Users/me/.claude/agents/agent-{i}.md": 1 for i in range(AWAY_KEPT + 3)}
+    sessions.append(session("d9", T0 + timedelta(hours=9), prompt="the lint agent", cwd="/w/app", git_branch="sidebar",
+                            files_edited={"src/sidebar.ts": 5, **away}))
+    report = cluster(vault, bundle(*sessions))[1]
+    assert len(report["created"]) == 1
+    files = arcs_in(vault)[report["created"][0]["cluster_id"]][0]["files"]
+    assert len(files) == FILES_KEPT
+    assert files[0] == "src/sidebar.ts"  # 5 edits in the last session outweigh 9 in the one before (4.5)
+    assert files[1:13] == [f"src/old_8_{i}.ts" for i in sorted(range(12), key=str)]
+    assert files[13:25] == [f"src/old_7_{i}.ts" for i in sorted(range(12), key=str)]
+    assert files[-AWAY_KEPT:] == sorted(away, key=str)[:AWAY_KEPT]

@@ -766,6 +766,37 @@ def test_a_young_project_gets_the_recent_work_across_projects_while_another_was_
     assert "# alpha: where we left off" in text and "# Recent work across projects" not in text
 
 
+def test_a_repository_root_gets_the_feeds_of_the_projects_in_its_sub_folders(projects: Path) -> None:
+    """``/w/app/client`` is its own project (its sessions start there), inside the repository
+    ``/w/app``: a session at the root gets the root's feed, then the sub-folders' own, the latest
+    worked on first and at most two, in what the budget leaves; the sub-folder's handoff line is
+    not repeated as "Just before". A session in the sub-folder gets its own feed only, and a
+    home folder, whatever lies below it, gets no project's feed that way."""
+    write_feed_file(projects, "projects/app.md", 50, "# app: where we left off\n\n- Last session: the API")
+    for name, line in (("client", "`agent-lint.md`"), ("server", "`routes.py`"), ("docs", "`guide.md`")):
+        write_feed_file(projects, f"projects/{name}.md", 50,
+                        f"# {name}: where we left off\n\n- Last session (2026-11-21 12:00): files in play: {line}")
+    index = {**INDEX, "projects": {
+        "app": {"file": "projects/app.md", "worked": "2026-11-21T09:00:00Z", "last_active": "2026-11-21T09:00:00Z"},
+        "client": {"file": "projects/client.md", "worked": "2026-11-21T12:00:00Z", "last_active": "2026-11-21T12:00:00Z"},
+        "server": {"file": "projects/server.md", "worked": "2026-11-20T12:00:00Z"},
+        "docs": {"file": "projects/docs.md", "worked": "2026-11-19T12:00:00Z"},
+        "alpha": {"file": "projects/alpha.md", "worked": "2026-11-21T11:00:00Z"}},
+        "roots": {"/w/app": "app", "/w/app/client": "client", "/w/app/packages/server": "server",
+                  "/w/app/docs": "docs", "/home/u": "alpha", "/home/u/src/alpha": "alpha"}}
+    (projects / "projects" / "index.json").write_text(json.dumps(index))
+    text = start(projects, "/w/app")
+    assert text.index("# app: where we left off") < text.index("# client: where we left off") \
+        < text.index("# server: where we left off")
+    assert "# docs:" not in text  # two at most: the latest worked on
+    assert "Just before" not in text  # client's line is there once, in its own feed
+    assert "`agent-lint.md`" in text and "`routes.py`" in text
+    client = start(projects, "/w/app/client")
+    assert "# client: where we left off" in client and "# app:" not in client and "# server:" not in client
+    home = start(projects, "/home/u")  # alpha's, a home folder: about anything, not a repository
+    assert "# app:" not in home and "# client:" not in home
+
+
 def test_the_project_worked_on_just_before_adds_its_handoff_line(projects: Path) -> None:
     """An operator who moves from one repository to the next often carries the same thread: the
     handoff line of the project worked on last follows this project's feed, while that was

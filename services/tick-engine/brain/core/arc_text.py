@@ -47,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -71,6 +71,14 @@ SLUG_CHARS = 40
 ACTIVE_HOURS = 72
 #: Frontmatter work keys: how many items each list keeps.
 FILES_KEPT, COMMANDS_KEPT, ERRORS_KEPT, IDENTIFIERS_KEPT, ERRORS_MET_KEPT = 60, 30, 5, 15, 10
+#: In an arc's ranking, each session's files, commands, identifiers and errors weigh this much
+#: less than those of the session after it: an arc that ran for days on one branch lists what
+#: its last sessions worked on first, not what its first day used most.
+RECENCY_DECAY = 0.5
+#: Of the files an arc keeps, at most this many are files outside its folder (the operator's
+#: ``~/.claude``, a notes vault on another drive): ranked after the project's own, they are kept
+#: even when the project's own fill the list (:func:`brain.core.project_feed.worked_away`).
+AWAY_KEPT = 12
 ERROR_CHARS, LAST_PROMPT_CHARS = 120, 200
 WORK_KEYS = ("cwd", "branch", "files", "commands", "open_errors", "errors_met", "identifiers", "last_prompt",
              "last_state")
@@ -336,7 +344,7 @@ def _merge(ranked: Iterable[str], earlier: Iterable[str], limit: int) -> list[st
     return out
 
 
-def _rank(counts: Counter[str]) -> list[str]:
+def _rank(counts: Mapping[str, float]) -> list[str]:
     return [key for key, _n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
 
 
@@ -344,30 +352,37 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
               *, latest_is_newest: bool = True) -> dict[str, Any]:
     """The contract's frontmatter work keys for ``sessions`` folded over ``earlier`` values."""
     earlier = earlier or {}
-    edited: Counter[str] = Counter()
-    read: Counter[str] = Counter()
-    commands: Counter[str] = Counter()
-    idents: Counter[str] = Counter()
-    met: Counter[str] = Counter()
-    for session in sessions:
+    edited: defaultdict[str, float] = defaultdict(float)
+    read: defaultdict[str, float] = defaultdict(float)
+    commands: defaultdict[str, float] = defaultdict(float)
+    idents: defaultdict[str, float] = defaultdict(float)
+    met: defaultdict[str, float] = defaultdict(float)
+    # Newest first: each session weighs RECENCY_DECAY times the one after it (exact in binary
+    # floating point, so the ranking is the same on every machine).
+    for age, session in enumerate(sorted(sessions, key=lambda s: (s.end, s.session_id), reverse=True)):
+        weight = RECENCY_DECAY ** age
         for failure in session.failures:
             for name in dict.fromkeys((*error_names(failure.text), *failure.names)):
-                met[name] += 1
+                met[name] += weight
         for path, count in session.files_edited:
-            edited[path] += count
+            edited[path] += count * weight
         for path, count in session.files_read:
-            read[path] += count
+            read[path] += count * weight
         for command, count in session.commands:
-            commands[command] += count
+            commands[command] += count * weight
         for position, token in enumerate(session.identifiers):
-            idents[token] += max(1, len(session.identifiers) - position)
+            idents[token] += max(1, len(session.identifiers) - position) * weight
     ranked = _rank(edited) + [p for p in _rank(read) if p not in edited]
     # Repo files first; installed dependencies, generic names (README.md, package.json …) and
-    # paths outside the repo last.
+    # paths outside the repo last, the first AWAY_KEPT of those kept whatever the repo's fill.
     cwd = next((s.cwd.replace("\\", "/") for s in reversed(sessions) if s.cwd), "")
-    files = sorted(ranked, key=lambda p: (_foreign(p, cwd), *own_file_rank(p)))
+    files = [_one_line(f, 300) for f in sorted(ranked, key=lambda p: (_foreign(p, cwd), *own_file_rank(p)))]
+    before = _strings(earlier.get("files"))
+    away = _merge((f for f in files if _foreign(f, cwd)), (f for f in before if _foreign(f, cwd)), FILES_KEPT)
+    own = _merge((f for f in files if not _foreign(f, cwd)), (f for f in before if not _foreign(f, cwd)),
+                 FILES_KEPT - min(len(away), AWAY_KEPT))
     keys: dict[str, Any] = {
-        "files": _merge((_one_line(f, 300) for f in files), _strings(earlier.get("files")), FILES_KEPT),
+        "files": _merge(own, away, FILES_KEPT),
         "commands": _merge((_one_line(c, 120) for c in _rank(commands)), _strings(earlier.get("commands")),
                            COMMANDS_KEPT),
         "identifiers": _merge((_one_line(i, 120) for i in _rank(idents)), _strings(earlier.get("identifiers")),

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -562,7 +562,10 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
             project = None
         else:
             alarms = read_section(folder / ALARMS_FILE)
-            sections = [s for s in (alarms, own, just_before(folder, index, project, now)) if s is not None]
+            inside = sub_projects(index, project)
+            sections = [s for s in (alarms, own, just_before(folder, index, project, now, shown=inside),
+                                    *(read_section(folder / index.files[name]) for name in inside))
+                        if s is not None]
             here = normal_path(cwd) if cwd else ""
             if (here and (about_anything(here) or here in index.holders)) or young(own, full, index, project, now):
                 # A home folder's sessions, and a folder of projects' (``~/work``), range over
@@ -615,6 +618,25 @@ def worked_elsewhere(index: ProjectIndex, project: str, now: datetime, seconds: 
     return sorted(found, reverse=True)
 
 
+#: At most this many projects whose folder lies inside this project's follow its feed (:func:`sub_projects`).
+SUB_PROJECTS = 2
+
+
+def sub_projects(index: ProjectIndex, project: str) -> list[str]:
+    """The projects whose recorded folder lies inside one of ``project``'s (``app/client``, a
+    package of a monorepo opened as its own folder, inside ``app``), the latest worked on first,
+    at most :data:`SUB_PROJECTS`: a session at the repository's root often carries on what its
+    sub-folder's sessions did (the same code, the agents and commands the operator set up
+    there), and their files follow its own in what the budget leaves. A home folder, its
+    desktop, documents and downloads, a folder of projects and a system folder have any project
+    below them: they have none."""
+    mine = [root for root, name in index.roots.items() if name == project and not about_anything(root)
+            and root not in index.holders and not is_system_folder(root)]
+    below = {name for root, name in index.roots.items()
+             if name != project and name in index.files and any(root.startswith(own + "/") for own in mine)}
+    return sorted(below, key=lambda name: (index.worked.get(name) or "", name), reverse=True)[:SUB_PROJECTS]
+
+
 #: A project's feed shorter than this share of the token budget is that of a project the vault
 #: knows little of yet (one or two short arcs): :func:`young`.
 YOUNG_FEED_SHARE = 1 / 3
@@ -639,19 +661,23 @@ JUST_BEFORE_SECTION = "just-before"
 _HANDOFF_LINE, _HANDOFF_TITLE = "- Last session (", ": where we left off"
 
 
-def just_before(folder: Path, index: ProjectIndex, project: str, now: datetime) -> FeedSection | None:
+def just_before(folder: Path, index: ProjectIndex, project: str, now: datetime,
+                shown: Collection[str] = ()) -> FeedSection | None:
     """The handoff line of the project worked on last (by an operator: a headless run such as
     claude-mem's observer moves on from nothing), when that is another project, less than
     :data:`JUST_BEFORE_SECONDS` before ``now`` and later than the latest work of ``project``:
     an operator who moves from one repository to the next often carries the same thread
     (a script written there, run here). A project whose file is missing or has no handoff
-    line is passed over for the one before it. None: no such project."""
+    line is passed over for the one before it. None: no such project, or it is one of ``shown``
+    (its whole file follows: :func:`sub_projects`)."""
     from brain.core.timeutil import parse_instant
 
     own = parse_instant(index.last_active.get(project) or "")
     for when, name in worked_elsewhere(index, project, now, JUST_BEFORE_SECONDS):
         if name not in index.files or (own is not None and when <= own):
             continue
+        if name in shown:
+            return None
         other = read_section(folder / index.files[name])
         lines = other.body.splitlines() if other is not None else []
         line = next((line for line in lines if line.startswith(_HANDOFF_LINE)), None)
