@@ -768,10 +768,11 @@ def test_a_young_project_gets_the_recent_work_across_projects_while_another_was_
 
 def test_a_repository_root_gets_the_feeds_of_the_projects_in_its_sub_folders(projects: Path) -> None:
     """``/w/app/client`` is its own project (its sessions start there), inside the repository
-    ``/w/app``: a session at the root gets the root's feed, then the sub-folders' own, the latest
-    worked on first and at most two, in what the budget leaves; the sub-folder's handoff line is
-    not repeated as "Just before". A session in the sub-folder gets its own feed only, and a
-    home folder, whatever lies below it, gets no project's feed that way."""
+    ``/w/app``: a session at the root gets the root's feed, then those of the sub-folders worked
+    on since the root's latest work, the latest first and at most two, in what the budget
+    leaves; the sub-folder's handoff line is not repeated as "Just before". A session in the
+    sub-folder gets its own feed only, and a home folder, whatever lies below it, gets no
+    project's feed that way."""
     write_feed_file(projects, "projects/app.md", 50, "# app: where we left off\n\n- Last session: the API")
     for name, line in (("client", "`agent-lint.md`"), ("server", "`routes.py`"), ("docs", "`guide.md`")):
         write_feed_file(projects, f"projects/{name}.md", 50,
@@ -779,8 +780,8 @@ def test_a_repository_root_gets_the_feeds_of_the_projects_in_its_sub_folders(pro
     index = {**INDEX, "projects": {
         "app": {"file": "projects/app.md", "worked": "2026-11-21T09:00:00Z", "last_active": "2026-11-21T09:00:00Z"},
         "client": {"file": "projects/client.md", "worked": "2026-11-21T12:00:00Z", "last_active": "2026-11-21T12:00:00Z"},
-        "server": {"file": "projects/server.md", "worked": "2026-11-20T12:00:00Z"},
-        "docs": {"file": "projects/docs.md", "worked": "2026-11-19T12:00:00Z"},
+        "server": {"file": "projects/server.md", "worked": "2026-11-21T11:00:00Z"},
+        "docs": {"file": "projects/docs.md", "worked": "2026-11-21T10:00:00Z"},
         "alpha": {"file": "projects/alpha.md", "worked": "2026-11-21T11:00:00Z"}},
         "roots": {"/w/app": "app", "/w/app/client": "client", "/w/app/packages/server": "server",
                   "/w/app/docs": "docs", "/home/u": "alpha", "/home/u/src/alpha": "alpha"}}
@@ -791,6 +792,10 @@ def test_a_repository_root_gets_the_feeds_of_the_projects_in_its_sub_folders(pro
     assert "# docs:" not in text  # two at most: the latest worked on
     assert "Just before" not in text  # client's line is there once, in its own feed
     assert "`agent-lint.md`" in text and "`routes.py`" in text
+    index["projects"]["app"]["last_active"] = "2026-11-21T11:30:00Z"  # the root worked on after server
+    (projects / "projects" / "index.json").write_text(json.dumps(index))
+    text = start(projects, "/w/app")
+    assert "# client: where we left off" in text and "# server:" not in text and "# docs:" not in text
     client = start(projects, "/w/app/client")
     assert "# client: where we left off" in client and "# app:" not in client and "# server:" not in client
     home = start(projects, "/home/u")  # alpha's, a home folder: about anything, not a repository

@@ -624,17 +624,25 @@ SUB_PROJECTS = 2
 
 def sub_projects(index: ProjectIndex, project: str) -> list[str]:
     """The projects whose recorded folder lies inside one of ``project``'s (``app/client``, a
-    package of a monorepo opened as its own folder, inside ``app``), the latest worked on first,
-    at most :data:`SUB_PROJECTS`: a session at the repository's root often carries on what its
-    sub-folder's sessions did (the same code, the agents and commands the operator set up
-    there), and their files follow its own in what the budget leaves. A home folder, its
-    desktop, documents and downloads, a folder of projects and a system folder have any project
-    below them: they have none."""
+    package of a monorepo opened as its own folder, inside ``app``) and that an operator worked
+    on later than anything here, the latest first, at most :data:`SUB_PROJECTS`: a session at
+    the repository's root then most likely carries on what its sub-folder's sessions did (the
+    same code, the agents and commands the operator set up there), and their files follow its
+    own in what the budget leaves. A root whose own sessions are the latest work has its own
+    feed to go on. A home folder, its desktop, documents and downloads, a folder of projects and
+    a system folder have any project below them: they have none."""
+    from brain.core.timeutil import parse_instant
+
     mine = [root for root, name in index.roots.items() if name == project and not about_anything(root)
             and root not in index.holders and not is_system_folder(root)]
-    below = {name for root, name in index.roots.items()
-             if name != project and name in index.files and any(root.startswith(own + "/") for own in mine)}
-    return sorted(below, key=lambda name: (index.worked.get(name) or "", name), reverse=True)[:SUB_PROJECTS]
+    own = parse_instant(index.last_active.get(project) or "")
+    below: list[tuple[datetime, str]] = []
+    for name in {name for root, name in index.roots.items()
+                 if name != project and name in index.files and any(root.startswith(r + "/") for r in mine)}:
+        when = parse_instant(index.worked.get(name) or "")
+        if when is not None and (own is None or when > own):
+            below.append((when, name))
+    return [name for _when, name in sorted(below, reverse=True)[:SUB_PROJECTS]]
 
 
 #: A project's feed shorter than this share of the token budget is that of a project the vault
