@@ -333,6 +333,15 @@ def _foreign(path: str, cwd: str) -> bool:
     return (path.startswith(("/", "~")) or DRIVE_PATH.match(path) is not None) and not sibling_folder(path, cwd)
 
 
+def _by_place(paths: Iterable[str], cwd: str) -> tuple[list[str], list[str]]:
+    """``paths`` in their order, split into the work's own and those outside it (:func:`_foreign`)."""
+    own: list[str] = []
+    away: list[str] = []
+    for path in paths:
+        (away if _foreign(path, cwd) else own).append(path)
+    return own, away
+
+
 def _merge(ranked: Iterable[str], earlier: Iterable[str], limit: int) -> list[str]:
     """The bundle's ranking first, then the arc's earlier items in their order (a fixed point)."""
     out: list[str] = []
@@ -376,11 +385,10 @@ def work_keys(sessions: Sequence[Session], earlier: Mapping[str, Any] | None = N
     # Repo files first; installed dependencies, generic names (README.md, package.json …) and
     # paths outside the repo last, the first AWAY_KEPT of those kept whatever the repo's fill.
     cwd = next((s.cwd.replace("\\", "/") for s in reversed(sessions) if s.cwd), "")
-    files = [_one_line(f, 300) for f in sorted(ranked, key=lambda p: (_foreign(p, cwd), *own_file_rank(p)))]
-    before = _strings(earlier.get("files"))
-    away = _merge((f for f in files if _foreign(f, cwd)), (f for f in before if _foreign(f, cwd)), FILES_KEPT)
-    own = _merge((f for f in files if not _foreign(f, cwd)), (f for f in before if not _foreign(f, cwd)),
-                 FILES_KEPT - min(len(away), AWAY_KEPT))
+    own_now, away_now = _by_place((_one_line(f, 300) for f in sorted(ranked, key=own_file_rank)), cwd)
+    own_before, away_before = _by_place(_strings(earlier.get("files")), cwd)
+    away = _merge(away_now, away_before, FILES_KEPT)
+    own = _merge(own_now, own_before, FILES_KEPT - min(len(away), AWAY_KEPT))
     keys: dict[str, Any] = {
         "files": _merge(own, away, FILES_KEPT),
         "commands": _merge((_one_line(c, 120) for c in _rank(commands)), _strings(earlier.get("commands")),

@@ -302,6 +302,13 @@ def _worked_names(touched: Mapping[str, str]) -> dict[str, str]:
     return sole_owners(named)
 
 
+def claims_folders_below(index: ProjectIndex, root: str) -> bool:
+    """A recorded cwd whose sessions are one project's work in the folders below it: not a home
+    folder, its desktop, documents or downloads (:func:`about_anything`), nor a folder of
+    projects (the index's ``holders``)."""
+    return not about_anything(root) and root not in index.holders
+
+
 #: How many folders up from the cwd a worktree's ``.git`` file is looked for.
 WORKTREE_DEPTH = 12
 
@@ -356,8 +363,8 @@ def match_project(index: ProjectIndex, cwd: str | None) -> tuple[str, str] | Non
     # claude-backups repository, not work of a session that fixed a script in ~/Downloads); a
     # folder holding other projects' roots is a folder of projects: each claims the folders
     # below it where its sessions worked (``touched``), then by name, not every folder below it.
-    def claims_below(root: str) -> bool:  # a recorded cwd whose sessions are one project's work below it
-        return not about_anything(root) and root not in index.holders
+    def claims_below(root: str) -> bool:
+        return claims_folders_below(index, root)
 
     recorded = _deepest(index.roots, path, claims=claims_below)
     touched = _deepest(index.touched, path)
@@ -633,8 +640,8 @@ def sub_projects(index: ProjectIndex, project: str) -> list[str]:
     a system folder have any project below them: they have none."""
     from brain.core.timeutil import parse_instant
 
-    mine = [root for root, name in index.roots.items() if name == project and not about_anything(root)
-            and root not in index.holders and not is_system_folder(root)]
+    mine = [root for root, name in index.roots.items()
+            if name == project and claims_folders_below(index, root) and not is_system_folder(root)]
     own = parse_instant(index.last_active.get(project) or "")
     below: list[tuple[datetime, str]] = []
     for name in {name for root, name in index.roots.items()
