@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -372,3 +373,21 @@ class _Stdin:
 
     def fileno(self) -> int:
         raise OSError("no descriptor")
+
+
+def test_a_session_that_just_ended_lists_the_files_its_next_session_picks_up() -> None:
+    """A long session's files all go to the next one, up to thirty: the session that just ended
+    is the work its continuation takes up (Tmeister/dotfiles, business-process: a compacted
+    continuation needed 21 of the 33 files of the session five minutes before it, the Dusk
+    suite the old cap of twelve left out)."""
+    from brain.core.handoff import FILES, ended_session_lines
+    from brain.core.session import Session
+
+    edited = tuple((f"tests/Browser/Case{n:02d}Test.php", 40 - n) for n in range(36))
+    ended = datetime(2025, 6, 27, 18, 46, tzinfo=UTC)
+    session = Session("6d6fd97e", "claude-code", "business-process", "/Users/t/business-process", "main",
+                      ended - timedelta(hours=2), ended, 12, 30, 200, (("Edit", 100),), (), "Run the Dusk suite",
+                      "fix the failing browser tests", 3, 0, 1, 0, files_edited=edited)
+    [line] = [x for x in ended_session_lines(session) if x.startswith("- Files in play: ")]
+    listed = line.removeprefix("- Files in play: ").split(", ")
+    assert FILES == 30 and listed == [f"`{path}`" for path, _ in edited[:30]]

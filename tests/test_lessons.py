@@ -150,6 +150,11 @@ def test_a_headless_run_is_recognised() -> None:
     ("python3 -c \"\nimport tarfile\nwith open(x) as f: pass\"", []),
     ("python3 extract-feedback.py --pr 3", ["python3 extract-feedback.py"]),
     ("python -m pytest tests/", ["python -m pytest"]),
+    # a framework's console names its task: Laravel's artisan, Symfony's bin/console
+    ("php artisan test --filter=VersionTest", ["php artisan test"]),
+    ("php ./artisan migrate:fresh --seed", ["php artisan migrate:fresh"]),
+    ("php bin/console cache:clear", ["php bin/console cache:clear"]),
+    ("php -r 'echo 1;'", []),
     # continued lines are one command: their words are arguments, not programs
     ("for f in \\\n  views/index.blade.php \\\n  views/edit.blade.php; do head -1 $f; done", []),
     ("docker compose \\\n  up -d", ["docker compose up"]),
@@ -217,6 +222,36 @@ def test_operator_feedback_on_a_stopped_command_is_a_decision() -> None:
     assert error_signature("The user doesn't want to proceed with this tool use.") == ""
     assert error_signature("Chunk ID: 1\nWall time: 2\nProcess exited with code 1\nOutput:\nrg: x: No such file") == \
         "rg: x: No such file"
+
+
+def test_a_programs_one_line_complaint_is_output_not_the_operators_answer() -> None:
+    """Laravel's ``php artisan test --verbose`` answers one coloured line (Tmeister/dotfiles,
+    business-process, twice): ``\\x1b[44;1m INFO \\x1b[49;22m Unknown option "--verbose".`` It
+    reads like a short sentence, but no operator types terminal colours or a log level: it
+    stays a failure of the command, never a decision in the arc."""
+    from brain.core.worklog import WorkLog
+
+    work = WorkLog("abcdef12")
+    work.shell("c1", 41, "php artisan test --verbose")
+    work.result("c1", 42, True, '\x1b[44;1m INFO \x1b[49;22m Unknown option "--verbose".')
+    work.shell("c2", 50, "php artisan migrate --step")
+    work.result("c2", 51, True, "WARN  Unknown option given to the migrate command here")
+    assert work.lessons() == ()
+    assert [(f.command, f.text) for f in work.failures()] == [
+        ("php artisan migrate", "WARN Unknown option given to the migrate command here"),
+        ("php artisan test", 'INFO Unknown option "--verbose".')]
+    assert dict(work.ranked_commands()) == {"php artisan test": 1, "php artisan migrate": 1}
+    # an operator's answer in plain words is still one
+    work.shell("c3", 60, "git push origin main")
+    work.result("c3", 61, True, "No, push to the staging remote instead of main")
+    [decision] = work.lessons()
+    assert decision.text == "No, push to the staging remote instead of main"
+
+
+def test_a_lesson_never_carries_terminal_escapes() -> None:
+    from brain.core.lessons import safe_text
+
+    assert safe_text("\x1b[31mFAILED\x1b[0m tests/test_a.py\x00 then \x07fixed") == "FAILED tests/test_a.py then fixed"
 
 
 def test_a_tool_the_machine_refuses_is_a_failure_until_it_works_again() -> None:

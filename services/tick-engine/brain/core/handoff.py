@@ -28,7 +28,7 @@ from brain.core.project_feed import (
 from brain.core.session import Session
 
 #: What the lines carry of one session: enough to pick the work up, a fraction of the budget.
-FILES, COMMANDS, IDENTIFIERS, ERROR_NAMES = 12, 15, 10, 6
+FILES, COMMANDS, IDENTIFIERS, ERROR_NAMES = 30, 15, 10, 6
 
 
 def ended_session_lines(session: Session) -> list[str]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from brain.core.markers import code_closed
 from brain.core.redaction import redact
 from brain.core.session import MAX_LESSONS, Lesson
+from brain.core.text import printable
 
 LESSON_CHARS = 240
 
@@ -52,7 +53,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 
 def safe_text(text: str, limit: int = LESSON_CHARS) -> str:
     """One redacted line that can never open or close a marker or comment."""
-    line = " ".join(redact(text[: limit * 4]).split())
+    line = " ".join(redact(printable(text[: limit * 4])).split())  # no terminal colours, no control characters
     line = line.replace("<!--", "&lt;!--").replace("-->", "--&gt;")
     if len(line) > limit:
         cut = line[:limit]

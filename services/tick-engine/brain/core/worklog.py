@@ -77,6 +77,8 @@ _RUNNERS = {
 }
 _INTERPRETERS = frozenset({"python", "python3", "python2", "py", "node", "ruby", "perl", "deno", "php", "pypy3",
                            "bash", "sh", "zsh"})
+#: Scripts without an extension that a framework runs its tasks with (Laravel, Symfony).
+_FRAMEWORK_CONSOLES = {"php": ("artisan", "bin/console")}
 _PREFIXES = frozenset({"sudo", "time", "nohup", "exec", "command", "env", "builtin", "then", "do", "else", "!",
                        "if", "elif", "while", "until"})
 #: Shell syntax that opens or closes a compound command (``for d in …; do …; done``): no program.
@@ -125,10 +127,20 @@ _NOT_PROSE = re.compile(r"\b(?:error|errors|fail\w*|fatal|denied|not found|no su
                         r"|cannot|can't|invalid|exit code|usage)\b|^[\w./()~-]+:\s|^\s*[\[{<=#|>$]", re.IGNORECASE)
 
 
+#: A program's log line or usage complaint (``INFO  Unknown option "--verbose".``): its output, never
+#: what an operator typed.
+_PROGRAM_VOICE = re.compile(r"\b(?:INFO|DEBUG|NOTICE|WARN|WARNING|ERROR|FATAL)\b"
+                            r"|(?i:\b(?:unknown|unrecognized|illegal) (?:option|argument|command|flag)\b)")
+
+
 def is_operator_feedback(output: str) -> bool:
+    """A failed command's result that is the operator's answer to a rejected call, not output:
+    one short line of prose. Terminal escapes (colours) and a program's log levels or usage
+    complaints are output: no operator types them."""
     text = output.strip()
-    return (bool(text) and "\n" not in text and len(text) <= 500 and len(text.split()) >= 4
-            and not _NOT_PROSE.search(text) and not any(marker in text for marker in _HARNESS_ERRORS)
+    return (bool(text) and "\n" not in text and "\x1b" not in text and len(text) <= 500 and len(text.split()) >= 4
+            and not _NOT_PROSE.search(text) and not _PROGRAM_VOICE.search(text)
+            and not any(marker in text for marker in _HARNESS_ERRORS)
             and not text.startswith(("The user ", "User ", "STOP ")))
 _EXIT_LINE = re.compile(r"^(?:Error: )?Exit code:? -?\d+\s*$|^Process exited with code -?\d+\s*$"
                         r"|^(?:Chunk ID|Wall time|Original token count|Output|Process running with session ID):")
@@ -331,6 +343,12 @@ def command_keys(command: str, powershell: bool = False) -> list[str]:
         if program in _INTERPRETERS:
             # A script: its name is what a later session types again; inline code (-c) is nothing.
             target = words[1] if len(words) > 1 else ""
+            tool = target.replace("\\", "/").removeprefix("./")
+            if tool in _FRAMEWORK_CONSOLES.get(program, ()):
+                # A framework's console (``php artisan migrate``): its task is the command.
+                task = next((w for w in words[2:] if _WORD.match(w) and not w.startswith("-")), "")
+                keys.append(f"{program} {tool} {task}".strip())
+                continue
             if target.startswith("-") or not _is_file_name(_program(target)):
                 continue
             sub = _program(target)
