@@ -248,6 +248,27 @@ def test_a_programs_one_line_complaint_is_output_not_the_operators_answer() -> N
     assert decision.text == "No, push to the staging remote instead of main"
 
 
+def test_debugging_prints_taken_out_again_are_no_lesson() -> None:
+    """Adding ``console.log`` lines to see the data and removing them once seen is how one debugs
+    (Tmeister/dotfiles: two such "lessons" about ``sop-tab-content.tsx`` in one feed); a change
+    that did something and was undone still is one, whatever comments came with it."""
+    from brain.core.lessons import LessonMiner
+
+    miner = LessonMiner("abcdef12")
+    debug = "  const data = props.data;\n  console.log('SOP Tab Content - Data', data);\n"
+    miner.edit(36, "sop-tab.tsx", "  const data = props.data;\n", debug)
+    miner.edit(55, "sop-tab.tsx", debug, "  const data = props.data;\n")
+    dbg = "def run():\n    # see what comes in\n    print(payload)\n    breakpoint()\n"
+    miner.edit(60, "run.py", "def run():\n", dbg)
+    miner.edit(61, "run.py", dbg, "def run():\n")
+    assert miner.lessons() == ()
+    reload = "  // Force a reload of the page\n  router.reload();\n"
+    miner.edit(70, "show.tsx", "  return null;\n", reload)
+    miner.edit(80, "show.tsx", reload, "  return null;\n")
+    [lesson] = miner.lessons()
+    assert lesson.source == "abcdef12:80" and "made at line 70 was reverted" in lesson.text
+
+
 def test_a_lesson_never_carries_terminal_escapes() -> None:
     from brain.core.lessons import safe_text
 
