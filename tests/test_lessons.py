@@ -205,6 +205,10 @@ def test_error_signatures() -> None:
     # a coloured script output (mk's flow scripts) reads as its words, not "[0;90mNo active session[0m"
     assert error_signature("Exit code 1\n\x1b[0;90mNo active session\x1b[0m") == "No active session"
     assert error_signature("\x1b[0;31m[FAIL]\x1b[0m Failed to lock story") == "[FAIL] Failed to lock story"
+    # a long line is cut on a word boundary: the path before tsc's error stays whole, not "essActivitiesCard…"
+    tsc = ("src/components/business-processes/__tests__/BusinessProcessActivitiesCard.test.tsx(3,32): error TS2307: "
+           "Cannot find module '@testing-library/react' or its corresponding type declarations.")
+    assert error_signature("$ yarn run types\n" + tsc).startswith("src/components/business-processes/__tests__/")
 
 
 def test_operator_feedback_on_a_stopped_command_is_a_decision() -> None:

@@ -405,7 +405,15 @@ def _line_around(text: str, index: int) -> str:
     end = text.find("\n", index)
     line = text[start : end if end != -1 else len(text)].strip()
     if len(line) > 160:
-        offset = max(0, index - start - 40)
+        before = text[start:index]
+        at = len(before.lstrip())  # where the match is in ``line``
+        offset = max(0, at - 40)
+        if offset and not line[offset - 1].isspace():
+            # Never from the middle of a word: from its start (a long path before the error stays
+            # whole), or from the next word when the path is that long.
+            word = line.rfind(" ", 0, offset) + 1
+            space = line.find(" ", offset, at)
+            offset = word if at - word <= 120 else space + 1 if space != -1 else offset
         line = line[offset : offset + 160].strip()
     return line
 
