@@ -59,7 +59,7 @@ from brain.core.redaction import redact, redact_recurring
 from brain.core.text import cut_path
 from brain.core.text import error_names as text_error_names
 from brain.core.timeutil import iso
-from brain.core.vocab import RECENT_WORK, TIGHT_FILES, TOMBSTONE_STATUSES, USED_HERE
+from brain.core.vocab import RECENT_WORK, TIGHT_FILES, TOMBSTONE_STATUSES
 from brain.core.workpaths import ABSOLUTE_PATH, DRIVE_PATH, own_files_first, sibling_folder
 from brain.settings import Settings
 
@@ -97,7 +97,7 @@ HANDOFF, SIGNALS, RECENT, LESSONS, USED, INJECTED = (
     "Signals",
     "Recent work here",
     "Lessons and decisions",
-    USED_HERE,
+    "Used here recently",
     "Injected context",
 )
 #: The global ``recent-work.md`` (sessions outside every known project): its rows.

@@ -28,9 +28,6 @@ INJECT_TARGETS_FIXED = ("claude.md", "all")
 #: fits its budget with them (:mod:`brain.core.project_feed`), and the hook cuts the line back to
 #: these before it drops a whole line (``brain.pipeline.hook.shorter_files``).
 TIGHT_FILES = 60
-#: The heading of a project feed's section of the files and commands used in its folder lately
-#: (the hook moves it after the recent work across projects in a folder of projects).
-USED_HERE = "Used here recently"
 
 #: Where agents and operators leave notes for the next tick to drain (SPEC §15).
 INBOX = "raw/inbox"

@@ -39,7 +39,7 @@ from brain.core.project import (
     sole_owners,
 )
 from brain.core.project import repository_path as strip_worktree
-from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK, TIGHT_FILES, USED_HERE
+from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK, TIGHT_FILES
 from brain.io.atomic import read_regular
 
 if TYPE_CHECKING:
@@ -154,19 +154,6 @@ def shorter_files(body: str, room: int) -> str:
         lines[at] = FILES_LINE + ", ".join(files[:keep])
         return "\n".join(lines)
     return body
-
-
-def split_used_here(section: FeedSection) -> tuple[FeedSection, FeedSection | None]:
-    """A project file without its "used here" section, and that section on its own, a heading of
-    its own rank (None when the file has none)."""
-    heading = f"\n## {USED_HERE}\n"
-    at = section.body.find(heading)
-    if at == -1:
-        return section, None
-    end = section.body.find("\n## ", at + len(heading))
-    end = len(section.body) if end == -1 else end
-    rest = (section.body[:at] + section.body[end:]).rstrip("\n")
-    return section._replace(body=rest), section._replace(body=section.body[at + 2:end].strip("\n"))
 
 
 def assemble(sections: Iterable[FeedSection], budget_chars: int) -> str:
@@ -583,23 +570,18 @@ def context_for(settings: Settings, cwd: str | None, now: datetime, *, state: Pa
         else:
             alarms = read_section(folder / ALARMS_FILE)
             inside = sub_projects(index, project)
+            sections = [s for s in (alarms, own, just_before(folder, index, project, now, shown=inside),
+                                    *(read_section(folder / index.files[name]) for name in inside))
+                        if s is not None]
             here = normal_path(cwd) if cwd else ""
-            holder = bool(here) and here in index.holders
-            across = None
-            if (here and (about_anything(here) or holder)) or young(own, full, index, project, now):
+            if (here and (about_anything(here) or here in index.holders)) or young(own, full, index, project, now):
                 # A home folder's sessions, and a folder of projects' (``~/work``), range over
                 # every project; a project the vault knows little of yet is most likely what
                 # the operator was just doing elsewhere: the recent work across projects
                 # follows, in what the budget leaves.
                 across = read_section(folder / RECENT_WORK)
-            used = None
-            if holder and across is not None:
-                # In a folder of projects the files used "here" are its projects' of days ago:
-                # the recent work across them comes before that list, not after it.
-                own, used = split_used_here(own)
-            sections = [s for s in (alarms, own, just_before(folder, index, project, now, shown=inside),
-                                    *(read_section(folder / index.files[name]) for name in inside), across, used)
-                        if s is not None]
+                if across is not None:
+                    sections.append(across)
             if cwd and found is not None and found[1] == NAME and folder_name(cwd).lower() != project.lower():
                 notes.append(checkout_note(folder_name(cwd), project))
             elif cwd and found is not None and found[1] == TOUCHED:
