@@ -48,14 +48,16 @@ _REJECTION = re.compile(r"(?:reason for the rejection:|the user said:)\s*(.+)", 
 _REVERT_COMMAND = re.compile(
     r"\bgit\s+(?:checkout\s+(?:HEAD\s+)?--\s+\S+|restore\s+(?!--staged)\S+|revert\b|reset\s+--hard\b)"
 )
-#: A line that only instruments the code while debugging (a print, a log call, a breakpoint) or
-#: comments: an edit that added nothing else and was taken out again is the debugging's
+#: A line that only instruments the code while debugging (a print, a log call, a breakpoint): an
+#: edit that added nothing else (but comments) and was taken out again is the debugging's
 #: scaffolding, not a change that did not hold.
-_SCAFFOLDING = re.compile(
+_INSTRUMENT = re.compile(
     r"\s*(?:console\.(?:log|debug|info|warn|error|trace|dir|table)\s*\(|print(?:ln|f)?!?\s*\(|debugger\b"
     r"|(?:dd|dump|var_dump|print_r|error_log|breakpoint|IO\.inspect|dbg!)\s*\(|(?:logger|log|logging)\.debug\s*\("
-    r"|System\.out\.print|fmt\.Print|import\s+i?pdb|i?pdb\.set_trace|Log\.d\s*\(|(?://|#|--|/\*|\*)(?!!))"
+    r"|System\.out\.print|fmt\.Print|import\s+i?pdb|i?pdb\.set_trace|Log\.d\s*\()"
 )
+#: A comment line (not a ``#!`` line).
+_COMMENT = re.compile(r"(?://|#|--|/\*|\*)(?!!)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 
 
@@ -88,14 +90,11 @@ def _changed_line(before: str, after: str) -> str:
 
 def _only_scaffolding(before: str, after: str) -> bool:
     """True when the lines ``before`` has and ``after`` lacks are debugging instrumentation
-    (:data:`_SCAFFOLDING`), at least one of them a print, log call or breakpoint."""
+    (:data:`_INSTRUMENT`) and comments, at least one of them a print, log call or breakpoint."""
     kept = set(after.splitlines())
     added = [raw.strip() for raw in before.splitlines() if raw.strip() and raw not in kept]
-    return bool(added) and all(_SCAFFOLDING.match(line) for line in added) \
-        and any(not _COMMENT.match(line) for line in added)
-
-
-_COMMENT = re.compile(r"(?://|#|--|/\*|\*)(?!!)")
+    instruments = [bool(_INSTRUMENT.match(line)) for line in added]
+    return any(instruments) and all(found or _COMMENT.match(line) for found, line in zip(instruments, added, strict=True))
 
 
 def is_correction(text: str) -> bool:

@@ -124,13 +124,11 @@ _HARNESS_ERRORS = (
 #: A short line of prose in a failed command's result: the operator's answer to a rejected call
 #: (newer Claude Code writes the operator's words as the result), not the command's output.
 _NOT_PROSE = re.compile(r"\b(?:error|errors|fail\w*|fatal|denied|not found|no such|exception|traceback|warn\w*"
-                        r"|cannot|can't|invalid|exit code|usage)\b|^[\w./()~-]+:\s|^\s*[\[{<=#|>$]", re.IGNORECASE)
-
-
-#: A program's log line or usage complaint (``INFO  Unknown option "--verbose".``): its output, never
-#: what an operator typed.
-_PROGRAM_VOICE = re.compile(r"\b(?:INFO|DEBUG|NOTICE|WARN|WARNING|ERROR|FATAL)\b"
-                            r"|(?i:\b(?:unknown|unrecognized|illegal) (?:option|argument|command|flag)\b)")
+                        r"|cannot|can't|invalid|exit code|usage|(?:unknown|unrecognized|illegal) (?:option|argument|command"
+                        r"|flag))\b|^[\w./()~-]+:\s|^\s*[\[{<=#|>$]", re.IGNORECASE)
+#: A program's log level (``INFO  Unknown option "--verbose".``), in capitals as programs print it
+#: (``warn``, ``error`` and ``fatal`` are in :data:`_NOT_PROSE` in any case).
+_LOG_LEVEL = re.compile(r"\b(?:INFO|DEBUG|NOTICE)\b")
 
 
 def is_operator_feedback(output: str) -> bool:
@@ -139,7 +137,7 @@ def is_operator_feedback(output: str) -> bool:
     complaints are output: no operator types them."""
     text = output.strip()
     return (bool(text) and "\n" not in text and "\x1b" not in text and len(text) <= 500 and len(text.split()) >= 4
-            and not _NOT_PROSE.search(text) and not _PROGRAM_VOICE.search(text)
+            and not _NOT_PROSE.search(text) and not _LOG_LEVEL.search(text)
             and not any(marker in text for marker in _HARNESS_ERRORS)
             and not text.startswith(("The user ", "User ", "STOP ")))
 _EXIT_LINE = re.compile(r"^(?:Error: )?Exit code:? -?\d+\s*$|^Process exited with code -?\d+\s*$"
