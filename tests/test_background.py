@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -336,3 +338,108 @@ def test_a_listing_child_that_finds_the_saved_listing_hands_back_only_that(tmp_p
     vault = _vault(tmp_path / "v")
     out, _ = _fresh(LISTING, str(vault))
     assert out == {"same": True, "reordered": False, "edited": True, "no copy here": True}
+
+
+AHEAD = FORKS + """
+import json, os, sys, time
+from pathlib import Path
+import brain.pipeline.tick as T, brain.io.vault as V
+from brain.core.plan import MoveFile, WriteFile
+from brain.settings import Settings
+from brain.core.timeutil import require_instant
+vault, order, flags = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[4])
+T.LIST_BESIDE_FILES = 4  # as a vault of thousands of files: listed by a child
+parent, listed = os.getpid(), V.stat_listing
+
+def wait_for(flag):
+    for _ in range(1000):
+        if (flags / flag).exists():
+            return
+        time.sleep(0.01)
+    raise SystemExit("no " + flag)
+
+def stat_listing(vault, feed_dir):
+    if os.getpid() == parent:
+        return listed(vault, feed_dir)
+    if order == "edit-first":  # the operator's save lands before the child lists
+        wait_for("edited")
+    found = listed(vault, feed_dir)
+    (flags / "listed").touch()
+    return found
+V.stat_listing = stat_listing
+
+planned, edited = T._plan_pass, []
+def plan_pass(tick, snapshot, decisions, **kwargs):
+    out = planned(tick, snapshot, decisions, **kwargs)
+    if not edited:  # the plan made while the child lists: an operator saves an arc it rewrites
+        op = next(op for op in out[0].plan.operations if isinstance(op, (WriteFile, MoveFile))
+                  and not getattr(op, "path", "").startswith("brain-feed/"))
+        rel = op.src if isinstance(op, MoveFile) else op.path
+        if order == "list-first":
+            wait_for("listed")
+        path = vault / rel
+        path.write_text(path.read_text() + "\\nOperator: saved while the tick planned.\\n")
+        edited.append(rel)
+        (flags / "edited").touch()
+    return out
+T._plan_pass = plan_pass
+report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[3]), no_ai=True, dry_run=False)
+print(json.dumps({"edited": edited, "exit": report.exit_code, "quiet": bool(report.keeper.quiet),
+                  "conflicts": sorted(report.result.conflicts)}))
+"""
+
+EDIT_THEN_TICK = """
+import json, sys
+from pathlib import Path
+import brain.pipeline.tick as T
+from brain.settings import Settings
+from brain.core.timeutil import require_instant
+vault = Path(sys.argv[1])
+T.LIST_BESIDE_FILES = 10**9
+path = vault / sys.argv[3]
+path.write_text(path.read_text() + "\\nOperator: saved while the tick planned.\\n")
+report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[2]), no_ai=True, dry_run=False)
+print(json.dumps({"exit": report.exit_code, "conflicts": sorted(report.result.conflicts)}))
+"""
+
+LATER_DAY = "2026-11-22T12:00:00Z"  # the promoted arcs' heat steps down: the quiet tick rewrites them
+
+
+def test_a_save_before_the_child_lists_discards_the_plan_made_ahead(tmp_path: Path) -> None:
+    """A quiet tick plans while its child lists the vault; an operator saves an arc that plan
+    rewrites before the listing: the listing shows the edit, the plan made ahead is dropped and
+    the tick plans again from the edited file, leaving what a tick that found the edit does."""
+    ahead, twin = _vault(tmp_path / "ahead"), _vault(tmp_path / "twin")
+    for vault in (ahead, twin):
+        _fresh(TICK, str(vault), "serial", NOW)
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    out, _ = _fresh(AHEAD, str(ahead), "edit-first", LATER_DAY, str(flags))
+    assert out["exit"] == 0 and out["conflicts"] == [] and out["quiet"]
+    (rel,) = out["edited"]
+    _fresh(EDIT_THEN_TICK, str(twin), LATER_DAY, rel)
+    assert _files(ahead) == _files(twin)
+    assert any("Operator: saved while the tick planned." in p.read_text() for p in ahead.rglob(Path(rel).name)
+               if ".brain" not in p.parts)
+
+
+def test_a_save_after_the_child_listed_is_a_conflict_and_kept(tmp_path: Path) -> None:
+    """The save lands after the child listed: the plan made ahead stands, and the writer finds the
+    file changed since it was planned: a conflict, the operator's bytes kept, the next tick takes it up."""
+    vault = _vault(tmp_path / "v")
+    _fresh(TICK, str(vault), "serial", NOW)
+    # Notes saved long before the view that lists them stand for their files by size and mtime
+    # (a racily clean one is re-read, and that read would find the save): an hour old, listed again.
+    old = time.time() - 3600
+    for path in vault.rglob("*.md"):
+        os.utime(path, (old, old))
+    _fresh(TICK, str(vault), "serial", NOW)
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    out, _ = _fresh(AHEAD, str(vault), "list-first", LATER_DAY, str(flags))
+    (rel,) = out["edited"]
+    assert out["quiet"] and out["conflicts"] == [rel]
+    assert "Operator: saved while the tick planned." in (vault / rel).read_text()
+    _fresh(TICK, str(vault), "serial", "2026-11-22T14:00:00Z")
+    (now,) = [p for p in vault.rglob(Path(rel).name) if ".brain" not in p.parts]
+    assert "Operator: saved while the tick planned." in now.read_text()
