@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -106,6 +107,46 @@ def test_recent_work_for_a_new_project_is_one_row_per_project_with_its_files_acr
         "- 2026-11-21 · log · Timeline filter; files: `templates/timeline.html`, `converter.py`, `ci.yml`",
         "- 2026-11-20 · site · Tokenizer page; files: `public/tokenizer.js`",
     ]
+
+
+def test_recent_work_with_few_projects_lists_more_of_the_latest_ones_files_last_and_cut_first() -> None:
+    """Fewer than five projects leave rows unused: their files go to the latest project, on a line
+    of its own after every row (a session on a home's desktop most likely carries on the latest
+    work, beyond its first ten files); the budget cut takes that line before any row."""
+    own = [f"src/mod{i:02d}.py" for i in range(30)]
+    away = [f"E:/notes/archive/2026-11-{i:02d}.md" for i in range(1, 16)]
+    notes = [
+        arc_note("2026-11-21-a-0123456789e1", title="Archive the talks", project="home", cwd="C:/Users/ana",
+                 files=[*own[:20], *away[:8]], created="2026-11-21T08:00:00Z", last_active="2026-11-21T10:00:00Z"),
+        arc_note("2026-11-20-a-0123456789e2", title="More talks", project="home", cwd="C:/Users/ana",
+                 files=[*own[20:], *away[8:]], created="2026-11-20T08:00:00Z", last_active="2026-11-20T10:00:00Z"),
+        arc_note("2026-11-19-a-0123456789e3", title="Tokenizer page", project="site", cwd="/src/site",
+                 files=["public/tokenizer.js"], created="2026-11-19T08:00:00Z", last_active="2026-11-19T09:00:00Z"),
+    ]
+    text = rendered(notes, "recent-work.md")
+    lines = [line for line in text.splitlines() if line.startswith("- ")]
+    assert [line[:24] for line in lines] == ["- 2026-11-21 · home · Ar", "- 2026-11-19 · site · To",
+                                             "- More of home's recent "]
+    row, more = lines[0], lines[2]
+    shown_row = set(re.findall(r"`([^`]*)`", row))
+    shown_more = set(re.findall(r"`([^`]*)`", more))
+    assert len(shown_row & set(own)) == 10 and len(shown_row & set(away)) == 10
+    assert not shown_row & shown_more  # nothing twice
+    assert shown_row | shown_more == set(own) | set(away)  # three rows unused: room for 30 + 30 more
+    # Five projects fill every row: no such line.
+    others = [arc_note(f"2026-11-1{i}-a-0123456789f{i}", title=f"P{i}", project=f"p{i}", cwd=f"/src/p{i}",
+                       files=[f"p{i}.py"], created=f"2026-11-1{i}T08:00:00Z", last_active=f"2026-11-1{i}T09:00:00Z")
+              for i in range(3, 6)]
+    assert "- More of" not in rendered([*notes, *others], "recent-work.md")
+    # Over the budget, the cut takes the line of more files before any row.
+    def built(s: Settings) -> list[feed.FeedFile]:
+        decisions = keeper.decide(notes, NOW, s)
+        return feed.build_feed(feed.FeedInputs(notes=tuple(notes), decisions=decisions.arcs, now=NOW,
+                                                settings=s)).files
+    whole = sum(feed.tokens(f.render()) for f in built(Settings()) if f.budgeted)  # the global files
+    cut = next(f.render() for f in built(Settings(feed_token_budget=whole - len(more) // 4 + 20))  # room for the note of what was cut
+               if f.name == "recent-work.md")
+    assert "- More of" not in cut and row in cut and "Tokenizer page" in cut
 
 
 def test_recent_work_rows_name_the_files_a_project_worked_on_far_from_its_folder_after_the_habits() -> None:

@@ -89,6 +89,7 @@ UNKNOWN_PROJECTS = frozenset({"", "unknown"})
 
 # Cut order inside a project file (lowest first); handoff and the top arcs are never cut.
 RANK_RECENT = 25  # recent-work.md rows, in the global cut order
+RANK_MORE = RANK_RECENT - 1  # recent-work.md's more files of the latest project: cut before any row
 RANK_LESSON = 45
 RANK_ARC, RANK_COMMANDS, RANK_FILES, RANK_HANDOFF = 55, 57, 58, RANK_HOT + 5
 
@@ -529,7 +530,8 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
     for pa in latest[:RECENT_WORK_AGGREGATE]:
         per_project.setdefault(pa.arc.project or "", []).append(pa)
     listed: set[str] = set()
-    for arcs in list(per_project.values())[:RECENT_WORK_PROJECTS]:
+    rows = list(per_project.values())[:RECENT_WORK_PROJECTS]
+    for arcs in rows:
         files = ranked((files_in_play(pa.arc) for pa in arcs), RECENT_WORK_FILES)
         away = [f for f in dict.fromkeys(f for pa in arcs for f in worked_away(pa.arc))
                 if f not in files and f not in listed][:RECENT_WORK_AWAY]
@@ -540,6 +542,9 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
             feed.items.append(FeedItem(line, RANK_RECENT))
         listed.update(files)
         listed.update(away)
+    more = more_of_latest(rows, listed) if rows else None
+    if more is not None:
+        feed.items.append(FeedItem(more, RANK_MORE))
     commands = shared_first([ranked((pa.arc.commands for pa in arcs), RECENT_WORK_COMMANDS)
                              for arcs in per_project.values()], RECENT_WORK_COMMANDS)
     errors = shared_first([error_names(arcs) for arcs in per_project.values()], MAX_ERROR_NAMES)
@@ -552,6 +557,32 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
         # takes the oldest project's row (its files and those outside it), not the habits.
         feed.items.insert(0, FeedItem(f"- {line[0].upper()}{line[1:]}", RANK_RECENT))
     return feed
+
+
+def more_of_latest(rows: Sequence[Sequence[ProjectArc]], listed: set[str]) -> str | None:
+    """The line after every row: more of the files the latest project's recent arcs worked on, in
+    it and far from it, when fewer than :data:`RECENT_WORK_PROJECTS` projects have rows (the files
+    the missing rows would have listed, :data:`RECENT_WORK_FILES` and :data:`RECENT_WORK_AWAY`
+    each). A session outside every project, with few projects in the vault, most likely carries
+    on the latest one (a home's desktop after work on the operator's notes), and the budget has
+    the room. Last in the file and cut first (:data:`RANK_MORE`), so it never costs a row."""
+    spare = RECENT_WORK_PROJECTS - len(rows)
+    if spare <= 0:
+        return None
+    arcs = rows[0]
+    # Every file an arc lists (its own first, up to its 60), not the few in play of its row.
+    own = ([f for f in pa.arc.files if not f.startswith(SCRATCH_PREFIXES) and f not in far]
+           for pa in arcs for far in [set(worked_away(pa.arc))])
+    files = [f for f in ranked(own, RECENT_WORK_FILES * (spare + 1) + len(listed))
+             if f not in listed][:RECENT_WORK_FILES * spare]
+    away = [f for f in dict.fromkeys(f for pa in arcs for f in worked_away(pa.arc))
+            if f not in listed and f not in files][:RECENT_WORK_AWAY * spare]
+    if not files and not away:
+        return None
+    parts = [f"files: {code_list(feed_path(f, 80) for f in files)}"] if files else []
+    if away:
+        parts.append(f"outside it: {code_list(feed_path(f, 80) for f in away)}")
+    return f"- More of {feed_text(arcs[0].arc.project or '', 60)}'s recent work, " + "; ".join(parts)
 
 
 def worked_away(arc: ArcInfo) -> list[str]:
