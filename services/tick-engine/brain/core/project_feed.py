@@ -533,8 +533,7 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
     rows = list(per_project.values())[:RECENT_WORK_PROJECTS]
     for arcs in rows:
         files = ranked((files_in_play(pa.arc) for pa in arcs), RECENT_WORK_FILES)
-        away = [f for f in dict.fromkeys(f for pa in arcs for f in worked_away(pa.arc))
-                if f not in files and f not in listed][:RECENT_WORK_AWAY]
+        away = [f for f in far_files(arcs) if f not in files and f not in listed][:RECENT_WORK_AWAY]
         if adds_something(arcs[0], listed, [*files, *away]):
             line = arc_line(arcs[0], with_project=True, files=files)
             if away:
@@ -575,14 +574,18 @@ def more_of_latest(rows: Sequence[Sequence[ProjectArc]], listed: set[str]) -> st
            for pa in arcs for far in [set(worked_away(pa.arc))])
     files = [f for f in ranked(own, RECENT_WORK_FILES * (spare + 1) + len(listed))
              if f not in listed][:RECENT_WORK_FILES * spare]
-    away = [f for f in dict.fromkeys(f for pa in arcs for f in worked_away(pa.arc))
-            if f not in listed and f not in files][:RECENT_WORK_AWAY * spare]
+    away = [f for f in far_files(arcs) if f not in listed and f not in files][:RECENT_WORK_AWAY * spare]
     if not files and not away:
         return None
     parts = [f"files: {code_list(feed_path(f, 80) for f in files)}"] if files else []
     if away:
         parts.append(f"outside it: {code_list(feed_path(f, 80) for f in away)}")
     return f"- More of {feed_text(arcs[0].arc.project or '', 60)}'s recent work, " + "; ".join(parts)
+
+
+def far_files(arcs: Sequence[ProjectArc]) -> list[str]:
+    """What ``arcs`` (a project's, newest first) worked on far from its folder (:func:`worked_away`), once each."""
+    return list(dict.fromkeys(f for pa in arcs for f in worked_away(pa.arc)))
 
 
 def worked_away(arc: ArcInfo) -> list[str]:
