@@ -344,7 +344,6 @@ AHEAD = FORKS + """
 import json, os, sys, time
 from pathlib import Path
 import brain.pipeline.tick as T, brain.io.vault as V
-from brain.core.plan import MoveFile, WriteFile
 from brain.settings import Settings
 from brain.core.timeutil import require_instant
 vault, order, flags = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[4])
@@ -368,21 +367,19 @@ def stat_listing(vault, feed_dir):
     return found
 V.stat_listing = stat_listing
 
-planned, edited = T._plan_pass, []
-def plan_pass(tick, snapshot, decisions, **kwargs):
-    out = planned(tick, snapshot, decisions, **kwargs)
-    if not edited:  # the plan made while the child lists: an operator saves an arc it rewrites
-        op = next(op for op in out[0].plan.operations if isinstance(op, (WriteFile, MoveFile))
-                  and not getattr(op, "path", "").startswith("brain-feed/"))
-        rel = op.src if isinstance(op, MoveFile) else op.path
+decided, edited = T._decide_quiet, []
+def decide_quiet(tick, snapshot, memo):
+    out = decided(tick, snapshot, memo)
+    if not edited:  # decided while the child lists: an operator saves an arc those decisions rewrite
+        rel = next(d.note.path for d in out[0].changed())
         if order == "list-first":
             wait_for("listed")
         path = vault / rel
-        path.write_text(path.read_text() + "\\nOperator: saved while the tick planned.\\n")
+        path.write_text(path.read_text() + "\\nOperator: saved while the tick decided.\\n")
         edited.append(rel)
         (flags / "edited").touch()
     return out
-T._plan_pass = plan_pass
+T._decide_quiet = decide_quiet
 report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[3]), no_ai=True, dry_run=False)
 print(json.dumps({"edited": edited, "exit": report.exit_code, "quiet": bool(report.keeper.quiet),
                   "conflicts": sorted(report.result.conflicts)}))
@@ -397,7 +394,7 @@ from brain.core.timeutil import require_instant
 vault = Path(sys.argv[1])
 T.LIST_BESIDE_FILES = 10**9
 path = vault / sys.argv[3]
-path.write_text(path.read_text() + "\\nOperator: saved while the tick planned.\\n")
+path.write_text(path.read_text() + "\\nOperator: saved while the tick decided.\\n")
 report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[2]), no_ai=True, dry_run=False)
 print(json.dumps({"exit": report.exit_code, "conflicts": sorted(report.result.conflicts)}))
 """
@@ -405,10 +402,11 @@ print(json.dumps({"exit": report.exit_code, "conflicts": sorted(report.result.co
 LATER_DAY = "2026-11-22T12:00:00Z"  # the promoted arcs' heat steps down: the quiet tick rewrites them
 
 
-def test_a_save_before_the_child_lists_discards_the_plan_made_ahead(tmp_path: Path) -> None:
-    """A quiet tick plans while its child lists the vault; an operator saves an arc that plan
-    rewrites before the listing: the listing shows the edit, the plan made ahead is dropped and
-    the tick plans again from the edited file, leaving what a tick that found the edit does."""
+def test_a_save_before_the_child_lists_discards_the_decisions_made_ahead(tmp_path: Path) -> None:
+    """A quiet tick decides while its child lists the vault; an operator saves an arc those
+    decisions rewrite before the listing: the listing shows the edit, the decisions made ahead
+    are dropped and the tick decides again with the edited file, leaving what a tick that found
+    the edit does."""
     ahead, twin = _vault(tmp_path / "ahead"), _vault(tmp_path / "twin")
     for vault in (ahead, twin):
         _fresh(TICK, str(vault), "serial", NOW)
@@ -419,13 +417,13 @@ def test_a_save_before_the_child_lists_discards_the_plan_made_ahead(tmp_path: Pa
     (rel,) = out["edited"]
     _fresh(EDIT_THEN_TICK, str(twin), LATER_DAY, rel)
     assert _files(ahead) == _files(twin)
-    assert any("Operator: saved while the tick planned." in p.read_text() for p in ahead.rglob(Path(rel).name)
+    assert any("Operator: saved while the tick decided." in p.read_text() for p in ahead.rglob(Path(rel).name)
                if ".brain" not in p.parts)
 
 
 def test_a_save_after_the_child_listed_is_a_conflict_and_kept(tmp_path: Path) -> None:
-    """The save lands after the child listed: the plan made ahead stands, and the writer finds the
-    file changed since it was planned: a conflict, the operator's bytes kept, the next tick takes it up."""
+    """The save lands after the child listed: the decisions made ahead stand, and the keeper's read
+    of the arc finds it changed since: a conflict, the operator's bytes kept, the next tick takes it up."""
     vault = _vault(tmp_path / "v")
     _fresh(TICK, str(vault), "serial", NOW)
     # Notes saved long before the view that lists them stand for their files by size and mtime
@@ -439,7 +437,7 @@ def test_a_save_after_the_child_listed_is_a_conflict_and_kept(tmp_path: Path) ->
     out, _ = _fresh(AHEAD, str(vault), "list-first", LATER_DAY, str(flags))
     (rel,) = out["edited"]
     assert out["quiet"] and out["conflicts"] == [rel]
-    assert "Operator: saved while the tick planned." in (vault / rel).read_text()
+    assert "Operator: saved while the tick decided." in (vault / rel).read_text()
     _fresh(TICK, str(vault), "serial", "2026-11-22T14:00:00Z")
     (now,) = [p for p in vault.rglob(Path(rel).name) if ".brain" not in p.parts]
-    assert "Operator: saved while the tick planned." in now.read_text()
+    assert "Operator: saved while the tick decided." in now.read_text()

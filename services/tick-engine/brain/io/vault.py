@@ -821,7 +821,7 @@ def read_current(vault: Path, note: Note, snapshot: Snapshot | None = None) -> s
     return data.decode("utf-8")
 
 
-class ArcTexts(Mapping[str, str]):
+class _Texts(Mapping[str, str]):
     """Arc texts read when the planner asks, one at a time, each the bytes the scan parsed (its
     kept bytes, or a re-read checked against its hash): a cold tick never holds the old text of
     every arc beside the new one. A file that changed, vanished or is not UTF-8 is missing (a
@@ -855,11 +855,11 @@ class ArcTexts(Mapping[str, str]):
         return len(self._notes)
 
 
-def read_texts(snapshot: Snapshot, notes: Iterable[Note]) -> ArcTexts:
-    """The text of each note as the scan saw it, read when asked (:class:`ArcTexts`).
+def read_texts(snapshot: Snapshot, notes: Iterable[Note]) -> _Texts:
+    """The text of each note as the scan saw it, read when asked (:class:`_Texts`).
 
     A file that changed, vanished or is not UTF-8 is left out with a problem (in the result's
     ``problems`` once it was asked for): the next tick takes it up. This is the only read a plan
     needs; the planners themselves never read.
     """
-    return ArcTexts(snapshot, notes)
+    return _Texts(snapshot, notes)

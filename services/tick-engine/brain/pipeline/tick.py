@@ -57,7 +57,6 @@ from brain.io.atomic import ConfinementError, append_line, atomic_write, confine
 from brain.io.background import Forked
 from brain.io.transaction import Preview, Target, Transaction, transaction
 from brain.io.vault import (
-    ArcTexts,
     Listed,
     LoadedView,
     cache_stamp,
@@ -295,14 +294,10 @@ def _run(tick: _Tick) -> None:
     tick.feed_before, memo = left.feed_before, left.memo
     quiet = _quiet_view(tick, state, saved, listing, left.view)
     patched: dict[str, str] | None = None
-    planned: _Planned | None = None
     if quiet is not None:
-        ahead = left.decided
-        decided = ahead.of(quiet) if ahead is not None else None
+        decided = left.decided.of(quiet) if left.decided is not None else None
         if decided is None:
             decided = _decide_quiet(tick, quiet, memo)
-        elif ahead is not None:
-            planned = ahead.planned  # planned while the child listed: these very notes and decisions
         if decided is None:
             quiet = None  # a dashboard line it cannot patch: dashboards list every arc, so scan them all
         else:
@@ -338,8 +333,7 @@ def _run(tick: _Tick) -> None:
                                  cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2), planned=0,
                                  remembered=decisions.remembered, quiet=tick.partial)
     kplan, snapshot = _keeper_pass(tick, snapshot, decisions, dashboard_texts=patched,
-                                   dashboards=not tick.partial and (touched or listed_key != saved_key),
-                                   planned=planned)
+                                   dashboards=not tick.partial and (touched or listed_key != saved_key))
     final_plan = kplan
     report.keeper.ms = _ms(t)
 
@@ -556,34 +550,16 @@ def _cancel_index(vault: Path, child: Forked) -> None:
         os.unlink(rebuild_temp(vault, child.pid))
 
 
-#: A keeper plan and the arc texts it was planned from (their read problems come with it).
-_Planned = tuple[KeeperPlan, ArcTexts]
-
-
-def _plan_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
-               extra_diff: list[str] | None = None, intent_text: str | None = None,
-               dashboard_texts: Mapping[str, str] | None = None,
-               feed_before: Mapping[str, tuple[str, str]] | None = None) -> _Planned:
-    """Read the arcs that change and plan: nothing written, nothing reported yet."""
+def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
+                 extra_diff: list[str] | None = None, intent_text: str | None = None,
+                 dashboard_texts: Mapping[str, str] | None = None) -> tuple[KeeperPlan, Snapshot]:
+    """Read the arcs that change, plan, apply; returns the plan and the snapshot it leads to."""
+    report = tick.report
     texts = read_texts(snapshot, [d.note for d in decisions.changed()])  # read as the planner asks
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
                         folder_tokens=folder_tokens(tick.feed_dir), extra_diff=extra_diff,
-                        intent_text=intent_text, tick_id=tick.report.tick_id, dashboards=dashboards,
-                        dashboard_texts=dashboard_texts,
-                        feed_before=tick.feed_before if feed_before is None else feed_before,
-                        progress=tick.progress)
-    return kplan, texts
-
-
-def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
-                 extra_diff: list[str] | None = None, intent_text: str | None = None,
-                 dashboard_texts: Mapping[str, str] | None = None,
-                 planned: _Planned | None = None) -> tuple[KeeperPlan, Snapshot]:
-    """Read the arcs that change, plan (unless ``planned`` was, from these very notes and
-    decisions), apply; returns the plan and the snapshot it leads to."""
-    report = tick.report
-    kplan, texts = planned or _plan_pass(tick, snapshot, decisions, dashboards=dashboards, extra_diff=extra_diff,
-                                         intent_text=intent_text, dashboard_texts=dashboard_texts)
+                        intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards,
+                        dashboard_texts=dashboard_texts, feed_before=tick.feed_before, progress=tick.progress)
     report.problems.extend(texts.problems)
     report.result.conflicts.update(p.path for p in texts.problems)  # left for the next tick, like a writer conflict
     _index_alongside(tick, snapshot, kplan)
@@ -697,8 +673,6 @@ class _DecidedAhead:
 
     notes: list[Note]  # the view's notes, in order
     decided: QuietDecided
-    #: The keeper's plan for those decisions, made while the child listed (:func:`_plan_pass`).
-    planned: _Planned | None = None
 
     def of(self, quiet: Snapshot) -> QuietDecided | None:
         """The decisions, when ``quiet`` holds these very notes (the view held, nothing edited)."""
@@ -729,13 +703,7 @@ def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, view: bool) -> _Left
         snapshot = Snapshot(tick.vault, {note.path: note for note in notes}, (), ScanStats(len(notes), 0, len(notes), 0.0),
                             ScanDelta())
         decided = _decide_quiet(tick, snapshot, left.memo)
-        if decided is not None:
-            # Planned too, while the child still lists: when the listing confirms these notes, the
-            # plan is the one the tick would make from them after it (nothing is written before).
-            decisions, patched = decided
-            planned = _plan_pass(tick, snapshot, decisions, dashboards=False, dashboard_texts=patched,
-                                 feed_before=left.feed_before)
-            left.decided = _DecidedAhead(notes, decided, planned)
+        left.decided = _DecidedAhead(notes, decided) if decided is not None else None
     return left
 
 
