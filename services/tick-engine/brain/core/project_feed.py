@@ -580,7 +580,9 @@ def more_of_latest(rows: Sequence[Sequence[ProjectArc]], listed: set[str]) -> st
     parts = [f"files: {code_list(feed_path(f, 80) for f in files)}"] if files else []
     if away:
         parts.append(f"outside it: {code_list(feed_path(f, 80) for f in away)}")
-    return f"- More of {feed_text(arcs[0].arc.project or '', 60)}'s recent work, " + "; ".join(parts)
+    project = feed_text(arcs[0].arc.project or "", 60)
+    whose = f"{project}'s" if project else "the latest"
+    return f"- More of {whose} recent work, " + "; ".join(parts)
 
 
 def far_files(arcs: Sequence[ProjectArc]) -> list[str]:
