@@ -541,7 +541,7 @@ def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> Fe
             feed.items.append(FeedItem(line, RANK_RECENT))
         listed.update(files)
         listed.update(away)
-    more = more_of_latest(rows, listed) if rows else None
+    more = more_of_latest(rows, listed)
     if more is not None:
         feed.items.append(FeedItem(more, RANK_MORE))
     commands = shared_first([ranked((pa.arc.commands for pa in arcs), RECENT_WORK_COMMANDS)
@@ -566,7 +566,7 @@ def more_of_latest(rows: Sequence[Sequence[ProjectArc]], listed: set[str]) -> st
     on the latest one (a home's desktop after work on the operator's notes), and the budget has
     the room. Last in the file and cut first (:data:`RANK_MORE`), so it never costs a row."""
     spare = RECENT_WORK_PROJECTS - len(rows)
-    if spare <= 0:
+    if not rows or spare <= 0:
         return None
     arcs = rows[0]
     # Every file an arc lists (its own first, up to its 60), not the few in play of its row.
