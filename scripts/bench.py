@@ -9,7 +9,9 @@ arcs were edited; then ``brain hook session-start`` in a known project's folder,
 runs it. Every figure is printed next to the machine's own baseline (listing and stat-ing the
 same files, the floor no tick can beat) and as a ratio to it, so runs on
 different machines compare. Each tick runs in a fresh child process, so peak RSS is that of
-the measured work.
+the measured work. Beside the wall time, each tick's CPU time (its process's, plus its forked
+children's): on a shared machine the wall time of one tick swings by a fifth from run to run,
+its CPU time much less, so a change too small to see in the first shows in the second.
 """
 
 from __future__ import annotations
@@ -140,11 +142,16 @@ else:
     from brain.core.timeutil import require_instant
     from brain.pipeline.tick import run_tick
     s = Settings(vault=vault)
+    before = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
     report = run_tick(s, require_instant(sys.argv[3]), no_ai=True, dry_run=False)
     d = time.perf_counter() - t
+    after, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = {"seconds": d, "exit": report.exit_code, "phases": {k: v.get("ms") for k, v in report.phases.items()},
-           "keeper": report.phases["keeper"], "changes": len(report.result.written) + len(report.result.moved)}
+           "keeper": report.phases["keeper"], "changes": len(report.result.written) + len(report.result.moved),
+           # CPU time, the tick's and its forked children's: steadier than wall time on a shared machine
+           "cpu_s": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+           "children_cpu_s": children.ru_utime + children.ru_stime}
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 # A cold tick forks children (brain/io/background.py): the largest one's peak, reported beside the tick's.
 out["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -288,15 +295,19 @@ def main() -> None:
         print(json.dumps({"vaults": results, "extras": extras}, indent=2))
         return
     print(f"machine: {os.cpu_count()} cores, python {sys.version.split()[0]}")
-    print(f"{'arcs':>6} {'tick':<22} {'s':>8} {'x floor':>9} {'peak RSS':>9} {'parsed':>7} {'changes':>8}  phases ms")
+    print(f"{'arcs':>6} {'tick':<22} {'s':>8} {'x floor':>9} {'cpu s':>12} {'peak RSS':>9} {'parsed':>7} "
+          f"{'changes':>8}  phases ms")
     for r in results:
         floor_s = r["floor"]["seconds"]
-        print(f"{r['arcs']:>6} {'floor (list + stat)':<22} {floor_s:>8.3f} {1:>8.1f}x {r['floor']['peak_rss_mb']:>7.0f}MB")
+        print(f"{r['arcs']:>6} {'floor (list + stat)':<22} {floor_s:>8.3f} {1:>8.1f}x {'':>12} "
+              f"{r['floor']['peak_rss_mb']:>7.0f}MB")
         for tick in r["ticks"]:
             keeper = tick["keeper"]
             samples = tick.get("samples", [])
             spread = f" (median of {'/'.join(f'{x:.3f}' for x in samples)})" if len(samples) > 1 else ""
-            print(f"{'':>6} {tick['label']:<22} {tick['seconds']:>8.3f} {tick['seconds'] / floor_s:>8.1f}x "
+            # the tick's own CPU time, + its children's when it forked
+            cpu = f"{tick['cpu_s']:.3f}" + (f"+{tick['children_cpu_s']:.2f}" if tick["children_cpu_s"] else "")
+            print(f"{'':>6} {tick['label']:<22} {tick['seconds']:>8.3f} {tick['seconds'] / floor_s:>8.1f}x {cpu:>12} "
                   f"{tick['peak_rss_mb']:>7.0f}MB {keeper.get('parsed', 0):>7} {tick['changes']:>8}  "
                   + " ".join(f"{k}={v}" for k, v in tick["phases"].items() if v is not None) + spread
                   + (f"; forked children peak at {tick['children_peak_rss_mb']:.0f}MB"
