@@ -441,3 +441,81 @@ def test_a_save_after_the_child_listed_is_a_conflict_and_kept(tmp_path: Path) ->
     _fresh(TICK, str(vault), "serial", "2026-11-22T14:00:00Z")
     (now,) = [p for p in vault.rglob(Path(rel).name) if ".brain" not in p.parts]
     assert "Operator: saved while the tick decided." in now.read_text()
+
+
+FEED_AHEAD = FORKS + """
+import json, os, sys, time
+from pathlib import Path
+import brain.core.feed as F, brain.pipeline.tick as T, brain.io.vault as V
+from brain.settings import Settings
+from brain.core.timeutil import require_instant
+vault, mode, flags = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[4])
+T.LIST_BESIDE_FILES = 4  # as a vault of thousands of files: listed by a child
+parent, listed = os.getpid(), V.stat_listing
+
+def stat_listing(vault, feed_dir):  # the child lists only once the feed is built ahead: it is still at work then
+    if os.getpid() != parent:
+        for _ in range(1000):
+            if (flags / "built").exists():
+                break
+            time.sleep(0.01)
+        else:
+            raise SystemExit("the feed was not built ahead")
+    return listed(vault, feed_dir)
+V.stat_listing = stat_listing
+
+builds, ahead = [], T._feed_ahead
+def build_feed(inputs):
+    builds.append(len(inputs.notes))
+    return _build(inputs)
+_build, F.build_feed = F.build_feed, build_feed
+
+def feed_ahead(tick, left):
+    out = ahead(tick, left)
+    if mode == "feed-edited":  # an operator's line in a feed file before the plan: the feed is built again
+        path = next((vault / "brain-feed").glob("*.md"))
+        path.write_text(path.read_text() + "An operator's line.\\n")
+    (flags / "built").touch()
+    return out
+T._feed_ahead = feed_ahead
+report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[3]), no_ai=True, dry_run=False)
+print(json.dumps({"builds": builds, "exit": report.exit_code, "quiet": bool(report.keeper.quiet),
+                  "written": len(report.result.written)}))
+"""
+
+EDIT_FEED_THEN_TICK = """
+import json, sys
+from pathlib import Path
+import brain.pipeline.tick as T
+from brain.settings import Settings
+from brain.core.timeutil import require_instant
+vault = Path(sys.argv[1])
+T.LIST_BESIDE_FILES = 10**9
+if len(sys.argv) > 3:
+    path = next((vault / "brain-feed").glob("*.md"))
+    path.write_text(path.read_text() + "An operator's line.\\n")
+report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[2]), no_ai=True, dry_run=False)
+print(json.dumps({"exit": report.exit_code, "quiet": bool(report.keeper.quiet)}))
+"""
+
+
+def test_the_feed_built_while_the_child_lists_is_the_one_the_plan_writes(tmp_path: Path) -> None:
+    """A quiet tick whose child is still listing when the decisions are made builds the feed
+    they lead to then; the listing confirms them and the plan writes that feed without building
+    it again, leaving what a serial tick does. A feed file edited in between (the folder no
+    longer what the feed was built beside) gets the feed built again, as a tick that found the
+    edit builds it."""
+    for mode in ("unchanged", "feed-edited"):
+        ahead, twin = _vault(tmp_path / mode / "ahead"), _vault(tmp_path / mode / "twin")
+        for vault in (ahead, twin):
+            _fresh(TICK, str(vault), "serial", NOW)
+        flags = tmp_path / mode / "flags"
+        flags.mkdir()
+        out, _ = _fresh(FEED_AHEAD, str(ahead), mode, LATER_DAY, str(flags))
+        assert out["exit"] == 0 and out["quiet"] and out["written"] > 0
+        view = out["builds"][0]
+        assert out["builds"] == ([view] if mode == "unchanged" else [view, view])  # the plan's own build, or none
+        serial, _ = _fresh(EDIT_FEED_THEN_TICK, str(twin), LATER_DAY, *(["edit"] if mode == "feed-edited" else []))
+        # a feed file is part of the state's fingerprint: the twin that finds it edited scans it all
+        assert serial == {"exit": 0, "quiet": mode == "unchanged"}
+        assert _files(ahead) == _files(twin)

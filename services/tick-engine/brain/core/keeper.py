@@ -166,16 +166,19 @@ HeatMemo = Mapping[str, Remembered]
 
 
 def remembered(decisions: KeeperDecisions, notes: Mapping[str, Note], now: datetime,
-               before: HeatMemo | None = None) -> dict[str, Remembered]:
+               before: HeatMemo | None = None, *, only: Iterable[str] | None = None) -> dict[str, Remembered]:
     """The memo a later tick can reuse: each live arc decided with ``horizon`` whose file now
     holds the decided heat and status (``notes``: the snapshot after this tick's writes).
 
     ``before``: the memo this pass was decided with; an arc it answered for and whose file
-    this tick left as it was keeps its entry as it is.
+    this tick left as it was keeps its entry as it is. ``only``: the cluster_ids to look at, in
+    the order their entries come (the others' are not made).
     """
     out: dict[str, Remembered] = {}
     stamp = micros(now)
-    for cluster_id, d in decisions.arcs.items():
+    arcs = decisions.arcs
+    chosen = arcs.items() if only is None else ((cid, arcs[cid]) for cid in only if cid in arcs)
+    for cluster_id, d in chosen:
         arc = d.note.arc
         if arc is None or arc.is_tombstone or d.last_active is None:
             continue

@@ -142,13 +142,17 @@ def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Sn
     stale = any(d.changes_file for d in decisions.changed()) if partial else live != len(before)
     if decisions.remembered == live and not snapshot.delta and not stale:
         return  # every arc came from the memo and none was written: it is still the one on disk
-    memo = {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before).items()}
     digest = settings_digest(s)
     with contextlib.suppress(OSError):
         if partial:
             # The overlay gains only the rows that differ from what the memo already answers: a
             # quiet tick that decided 80 arcs afresh in a 7 000-note view adds 80 rows, not 7 000.
-            news = {path: row for path, row in memo.items() if before.rows.get(path) != row}
+            # Those are the arcs decided afresh and those whose file changed (written, or read
+            # again by verify): every other one took its row from the memo and keeps it as it is.
+            notes, fresh = snapshot.notes, decisions.fresh
+            only = [cid for cid, d in decisions.arcs.items() if cid in fresh or notes.get(d.path) is not d.note]
+            news = {path: row for path, row in _memo_of(decisions, snapshot, now, before, only).items()
+                    if before.rows.get(path) != row}
             if not news:
                 return
             delta = {**before.delta, **news}
@@ -156,9 +160,18 @@ def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Sn
                 atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)), durable=False)
                 return
             decided = {d.note.path for d in decisions.arcs.values()}
-            memo = {**{path: row for path, row in before.rows.items() if path not in decided}, **memo}
+            memo = {**{path: row for path, row in before.rows.items() if path not in decided},
+                    **_memo_of(decisions, snapshot, now, before)}
+        else:
+            memo = _memo_of(decisions, snapshot, now, before)
         atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)), durable=False)
         (vault / MEMO_DELTA_FILE).unlink(missing_ok=True)
+
+
+def _memo_of(decisions: KeeperDecisions, snapshot: Snapshot, now: datetime, before: MemoRows,
+             only: Iterable[str] | None = None) -> dict[str, tuple[Any, ...]]:
+    """The memo's rows (path -> plain row) of :func:`brain.core.keeper.remembered`."""
+    return {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before, only=only).items()}
 
 
 def load_state(vault: Path) -> dict[str, Any]:
