@@ -299,9 +299,10 @@ def _run(tick: _Tick) -> None:
     quiet = _quiet_view(tick, state, saved, listing, left.view)
     patched: dict[str, str] | None = None
     if quiet is not None:
-        decided = left.decided.of(quiet) if left.decided is not None else None
-        if decided is not None:
-            tick.feed_ahead = left.decided.feed  # built on these very decisions
+        ahead = left.decided
+        decided = ahead.of(quiet) if ahead is not None else None
+        if ahead is not None and decided is not None:
+            tick.feed_ahead = ahead.feed  # built on these very decisions
         else:
             decided = _decide_quiet(tick, quiet, memo)
         if decided is None:
