@@ -424,6 +424,42 @@ def test_a_quiet_tick_adds_to_the_memo_overlay_only_what_it_decided_afresh(tmp_p
     assert _files(vault) == _files(whole)
 
 
+def test_the_memo_rows_a_quiet_tick_adds_are_every_row_that_says_something_new(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overlay's rows are made for the arcs decided afresh and those written only: they are
+    exactly the rows of every arc decided that differ from what the memo said. A day on, both
+    kinds say something new: an arc decided afresh whose file stays as it was (its heat holds,
+    its window moved on), and one written whose heat came from the memo (it moved)."""
+    import brain.pipeline.tick as tick_module
+    from brain.core.keeper import remembered
+    from brain.pipeline.tick_state import memo_news
+
+    vault = init_vault(tmp_path / "v")
+    _quiet_vault(vault)
+    s = Settings(vault=vault, conscious_cap=4)
+    t0 = require_instant(NOW)
+    assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
+    seen: list[tuple[dict[str, Any], dict[str, Any], int, int]] = []
+    saved = tick_module.save_memo
+
+    def save_memo(vault: Path, s: Settings, decisions: Any, snapshot: Any, now: datetime, before: Any, *,
+                  partial: bool = False) -> None:
+        every = {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before).items()}
+        new = {path: row for path, row in every.items() if before.rows.get(path) != row}
+        kinds = [(cid in decisions.fresh, snapshot.notes.get(d.path) is not d.note)
+                 for cid, d in decisions.arcs.items() if d.path in new]
+        seen.append((new, memo_news(decisions, snapshot, now, before), kinds.count((True, False)),
+                     kinds.count((False, True))))
+        saved(vault, s, decisions, snapshot, now, before, partial=partial)
+
+    monkeypatch.setattr(tick_module, "save_memo", save_memo)
+    quiet = run_tick(s, t0 + timedelta(hours=26), no_ai=True, dry_run=False)
+    assert quiet.keeper.quiet
+    ((new, news, fresh_kept, written_remembered),) = seen
+    assert news == new and list(news) == list(new)  # the same rows, in the same order
+    assert fresh_kept and written_remembered
+
+
 # --- a quiet tick with edits: the view plus the files changed since ------------------------------
 
 def _find(vault: Path, cid: str) -> Path:

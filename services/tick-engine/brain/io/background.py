@@ -64,20 +64,6 @@ class Forked:
         finally:
             os._exit(code)
 
-    def running(self) -> bool:
-        """Whether the child is still at work (never blocks)."""
-        if self._ended is not None:
-            return False
-        try:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            self._ended = False
-            return False
-        if pid == 0:
-            return True
-        self._ended = os.waitstatus_to_exitcode(status) == 0
-        return False
-
     def wait(self) -> bool:
         """Block until the child ends; True when its function returned."""
         ended = self._reap()

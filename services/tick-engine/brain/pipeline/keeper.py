@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -97,7 +97,6 @@ def plan_keeper(
     dashboard_texts: Mapping[str, str] | None = None,
     feed_before: Mapping[str, tuple[str, str]] | None = None,
     progress: Step | None = None,
-    built: feed.BuiltFeed | None = None,
 ) -> KeeperPlan:
     """The keeper's plan for ``decisions`` over ``snapshot``.
 
@@ -108,8 +107,7 @@ def plan_keeper(
     caller knows their inputs did not change; ``dashboard_texts`` are dashboards the caller
     rendered itself (a quiet tick patches the lines of the arcs it moves), written instead;
     ``feed_before`` the feed files the last tick wrote (:attr:`brain.core.feed.FeedInputs.built_before`);
-    ``progress`` hears of the arcs planned; ``built``: the feed of :func:`feed_inputs` of these
-    very arguments, built earlier (a quiet tick builds it while its vault is still being listed).
+    ``progress`` hears of the arcs planned.
     """
     plan = Plan()
     out = KeeperPlan(plan, decisions)
@@ -141,11 +139,15 @@ def plan_keeper(
             plan.add(WriteFile(note.path, data, expect, reason="heat/status", before=before))
 
     # Feed: every file comes from core/feed.py's registry; the planner only writes them.
-    inputs = feed_inputs(snapshot.notes.values(), decisions, now, s, folder_tokens=folder_tokens,
-                         extra_diff=extra_diff, intent_text=intent_text, tick_id=tick_id, feed_before=feed_before)
-    out.diff_lines = list(inputs.diff_lines)
-    if built is None:
-        built = feed.build_feed(inputs)
+    diff = _merge_heat_lines(describe_moves(decisions) + list(extra_diff or []))
+    out.diff_lines = diff
+    built = feed.build_feed(
+        feed.FeedInputs(
+            notes=tuple(snapshot.notes.values()), decisions=decisions.arcs, now=now, settings=s,
+            diff_lines=tuple(diff), tick_id=tick_id or now.isoformat(), intent_text=intent_text,
+            folder_tokens=dict(folder_tokens), built_before=dict(feed_before or {}),
+        )
+    )
     out.signals_active = built.signals_active
     out.inject_blocks = built.inject_blocks
     out.feed_reads = built.reads
@@ -169,19 +171,6 @@ def plan_keeper(
             if known is None or known.size != len(data) or known.sha1 != hashlib.sha1(data, usedforsecurity=False).hexdigest():
                 plan.add(WriteFile(path, data, owned=True, reason="dashboard"))
     return out
-
-
-def feed_inputs(notes: Iterable[Note], decisions: keeper.KeeperDecisions, now: datetime, s: Settings, *,
-                folder_tokens: Mapping[str, int], extra_diff: list[str] | None = None, intent_text: str | None = None,
-                tick_id: str = "", feed_before: Mapping[str, tuple[str, str]] | None = None) -> feed.FeedInputs:
-    """What :func:`plan_keeper` builds the feed from (``notes``: its snapshot's; the rest, its
-    arguments of the same names)."""
-    return feed.FeedInputs(
-        notes=tuple(notes), decisions=decisions.arcs, now=now, settings=s,
-        diff_lines=tuple(_merge_heat_lines(describe_moves(decisions) + list(extra_diff or []))),
-        tick_id=tick_id or now.isoformat(), intent_text=intent_text, folder_tokens=dict(folder_tokens),
-        built_before=dict(feed_before or {}),
-    )
 
 
 def external_feed_changes(feed_dir: Path, files: dict[str, str]) -> dict[Path, bytes]:

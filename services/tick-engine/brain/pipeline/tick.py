@@ -75,7 +75,7 @@ from brain.io.vault import (
     scan,
     stat_listing,
 )
-from brain.pipeline.keeper import KeeperPlan, external_feed_changes, feed_inputs, plan_keeper
+from brain.pipeline.keeper import KeeperPlan, external_feed_changes, plan_keeper
 from brain.pipeline.reports import (
     AIOutcome,
     AIReports,
@@ -164,8 +164,6 @@ class _Tick:
     feed_before: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: The child building the search index while the writer commits (:func:`_index_alongside`).
     index_child: Forked | None = None
-    #: The feed built on the decisions made ahead, which this quiet tick's plan takes (:func:`_feed_ahead`).
-    feed_ahead: _FeedAhead | None = None
     #: Hears what a long tick is doing (a bar on a terminal; :mod:`brain.core.progress`).
     progress: Step | None = None
 
@@ -286,8 +284,6 @@ def _run(tick: _Tick) -> None:
         if not counted_first:
             saved = load_listing(vault, tag)
     left = _left_by_last(tick, state, view=True) if child is not None else None
-    if left is not None and left.decided is not None and child is not None and child.running():
-        left.decided.feed = _feed_ahead(tick, left)  # the child still lists: this time is free
     listing = listing_from(child, vault, tick.feed_dir, saved) if child is not None \
         else stat_listing(vault, tick.feed_dir)
     same = listing is saved or saved == listing
@@ -299,11 +295,8 @@ def _run(tick: _Tick) -> None:
     quiet = _quiet_view(tick, state, saved, listing, left.view)
     patched: dict[str, str] | None = None
     if quiet is not None:
-        ahead = left.decided
-        decided = ahead.of(quiet) if ahead is not None else None
-        if ahead is not None and decided is not None:
-            tick.feed_ahead = ahead.feed  # built on these very decisions
-        else:
+        decided = left.decided.of(quiet) if left.decided is not None else None
+        if decided is None:
             decided = _decide_quiet(tick, quiet, memo)
         if decided is None:
             quiet = None  # a dashboard line it cannot patch: dashboards list every arc, so scan them all
@@ -563,14 +556,10 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     """Read the arcs that change, plan, apply; returns the plan and the snapshot it leads to."""
     report = tick.report
     texts = read_texts(snapshot, [d.note for d in decisions.changed()])  # read as the planner asks
-    tokens = folder_tokens(tick.feed_dir)
-    ahead, tick.feed_ahead = tick.feed_ahead, None
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
-                        folder_tokens=tokens, extra_diff=extra_diff,
+                        folder_tokens=folder_tokens(tick.feed_dir), extra_diff=extra_diff,
                         intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards,
-                        dashboard_texts=dashboard_texts, feed_before=tick.feed_before, progress=tick.progress,
-                        # the feed folder as it was when that feed was built: else built again
-                        built=ahead.built if ahead is not None and ahead.folder_tokens == tokens else None)
+                        dashboard_texts=dashboard_texts, feed_before=tick.feed_before, progress=tick.progress)
     report.problems.extend(texts.problems)
     report.result.conflicts.update(p.path for p in texts.problems)  # left for the next tick, like a writer conflict
     _index_alongside(tick, snapshot, kplan)
@@ -679,20 +668,11 @@ QuietDecided = tuple[KeeperDecisions, dict[str, str]]
 
 
 @dataclass
-class _FeedAhead:
-    """The feed built on the decisions made ahead, while the child listed (:func:`_feed_ahead`)."""
-
-    built: feed.BuiltFeed
-    folder_tokens: dict[str, int]  # the feed files that were in the folder (:func:`folder_tokens`)
-
-
-@dataclass
 class _DecidedAhead:
     """A quiet tick decided on the view before the listing said whether the view holds."""
 
     notes: list[Note]  # the view's notes, in order
     decided: QuietDecided
-    feed: _FeedAhead | None = None  # what those decisions lead the feed to (:func:`_feed_ahead`)
 
     def of(self, quiet: Snapshot) -> QuietDecided | None:
         """The decisions, when ``quiet`` holds these very notes (the view held, nothing edited)."""
@@ -725,18 +705,6 @@ def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, view: bool) -> _Left
         decided = _decide_quiet(tick, snapshot, left.memo)
         left.decided = _DecidedAhead(notes, decided) if decided is not None else None
     return left
-
-
-def _feed_ahead(tick: _Tick, left: _LeftByLast) -> _FeedAhead:
-    """The feed the plan of the decisions made ahead holds, built while the child still lists the
-    vault (the keeper's plan takes it when the listing confirms those decisions and the feed
-    folder holds what it did; an edit makes it wasted work done in time the tick would have
-    spent waiting)."""
-    assert left.decided is not None
-    tokens = folder_tokens(tick.feed_dir)
-    return _FeedAhead(feed.build_feed(feed_inputs(left.decided.notes, left.decided.decided[0], tick.now, tick.s,
-                                                  folder_tokens=tokens, tick_id=tick.report.tick_id,
-                                                  feed_before=left.feed_before)), tokens)
 
 
 def _decide_quiet(tick: _Tick, snapshot: Snapshot, memo: MemoRows) -> QuietDecided | None:

@@ -147,12 +147,7 @@ def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Sn
         if partial:
             # The overlay gains only the rows that differ from what the memo already answers: a
             # quiet tick that decided 80 arcs afresh in a 7 000-note view adds 80 rows, not 7 000.
-            # Those are the arcs decided afresh and those whose file changed (written, or read
-            # again by verify): every other one took its row from the memo and keeps it as it is.
-            notes, fresh = snapshot.notes, decisions.fresh
-            only = [cid for cid, d in decisions.arcs.items() if cid in fresh or notes.get(d.path) is not d.note]
-            news = {path: row for path, row in _memo_of(decisions, snapshot, now, before, only).items()
-                    if before.rows.get(path) != row}
+            news = memo_news(decisions, snapshot, now, before)
             if not news:
                 return
             delta = {**before.delta, **news}
@@ -166,6 +161,17 @@ def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Sn
             memo = _memo_of(decisions, snapshot, now, before)
         atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)), durable=False)
         (vault / MEMO_DELTA_FILE).unlink(missing_ok=True)
+
+
+def memo_news(decisions: KeeperDecisions, snapshot: Snapshot, now: datetime, before: MemoRows,
+              ) -> dict[str, tuple[Any, ...]]:
+    """The memo's rows for ``decisions`` that say something ``before`` did not. Only the arcs
+    decided afresh and those whose file changed (written, or read again by verify) can: every
+    other one took its row from ``before``, and keeps it as it is, so no other row is made."""
+    notes, fresh = snapshot.notes, decisions.fresh
+    only = [cid for cid, d in decisions.arcs.items() if cid in fresh or notes.get(d.path) is not d.note]
+    return {path: row for path, row in _memo_of(decisions, snapshot, now, before, only).items()
+            if before.rows.get(path) != row}
 
 
 def _memo_of(decisions: KeeperDecisions, snapshot: Snapshot, now: datetime, before: MemoRows,
