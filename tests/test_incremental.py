@@ -10,6 +10,7 @@ both ticks must verify clean.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -272,6 +273,15 @@ class _Later:
         return getattr(time, name)
 
 
+def _stamped_later(vault: Path, seconds: float) -> None:
+    """The tick's view as the file system's clock stamps it when it is written ``seconds`` later
+    than the wall's (what :class:`_Later` does to the tick's own clock): the racily clean rule
+    compares a note's mtime with its view file's."""
+    for path in (vault / ".brain").glob("tick-view*"):
+        stamp = path.stat().st_mtime_ns + int(seconds * 1e9)
+        os.utime(path, ns=(stamp, stamp))
+
+
 def test_a_racily_clean_note_is_hashed_once_not_at_every_quiet_tick(tmp_path: Path, monkeypatch) -> None:
     """Notes written just before the view was saved are confirmed by their bytes at the next
     tick; that tick's view then vouches for them, so the tick after reads only what its
@@ -297,11 +307,47 @@ def test_a_racily_clean_note_is_hashed_once_not_at_every_quiet_tick(tmp_path: Pa
     first_hashed = set(hashed)
     rewritten = set(second.result.written) | {dst for _src, dst in second.result.moved}
     assert first_hashed - rewritten, "the cold tick's writes were not racy: this test shows nothing"
+    _stamped_later(vault, 60)
     hashed.clear()
     monkeypatch.setattr(vault_module, "time", _Later(120))
     third = run_tick(s, t0 + timedelta(hours=4), no_ai=True, dry_run=False)
     assert third.exit_code == 0 and third.keeper.quiet, third.as_dict()
     assert set(hashed) <= rewritten, sorted(set(hashed) - rewritten)
+
+
+def test_the_racy_margin_is_one_tick_of_the_file_systems_clock(tmp_path: Path, monkeypatch) -> None:
+    """Git's rule, on the clock that stamps the files: the notes a tick wrote more than
+    ``RACY_FINE_NS`` before its view file's mtime are trusted by their size and mtime at the next
+    tick; where the view's mtime is a whole second (a file system that keeps whole seconds) the
+    ``RACY_SECONDS`` margin holds, and the latest of them are confirmed by their bytes."""
+    import brain.io.vault as vault_module
+
+    built = init_vault(tmp_path / "built")
+    _quiet_vault(built)
+    t0 = require_instant(NOW)
+    monkeypatch.setattr(vault_module, "time", _Later(5))  # the view's own record of its writing is later still
+    assert run_tick(Settings(vault=built, conscious_cap=4), t0, no_ai=True, dry_run=False).exit_code == 0
+    monkeypatch.setattr(vault_module, "time", time)
+    latest = max(p.stat().st_mtime_ns for p in built.rglob("*.md") if ".brain" not in p.parts)
+    second = -(-latest // 1_000_000_000) * 1_000_000_000 + 1_000_000_000  # 1 to 2 s after the last write
+    real = vault_module._same_content
+    hashed: dict[str, list[str]] = {}
+    for name, stamp in (("fine", second + 1), ("whole", second)):
+        vault = tmp_path / name
+        shutil.copytree(built, vault, symlinks=True)
+        for view in (vault / ".brain").glob("tick-view*"):
+            os.utime(view, ns=(stamp, stamp))
+        hashed[name] = []
+
+        def counting(root: Path, rel: str, size: int, sha1: str, into: list[str] = hashed[name]) -> bool:
+            into.append(rel)
+            return real(root, rel, size, sha1)
+
+        monkeypatch.setattr(vault_module, "_same_content", counting)
+        report = run_tick(Settings(vault=vault, conscious_cap=4), t0 + timedelta(hours=2), no_ai=True, dry_run=False)
+        assert report.exit_code == 0 and report.keeper.quiet, report.as_dict()
+    assert hashed["fine"] == []
+    assert hashed["whole"], "the whole-second view trusted notes written less than RACY_SECONDS before it"
 
 
 def test_the_view_stores_a_string_many_arcs_share_once(tmp_path: Path) -> None:

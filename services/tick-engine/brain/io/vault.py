@@ -5,8 +5,9 @@ parse cache (``.brain/parse-cache``, a :mod:`marshal` of plain tuples: loading 1
 costs a fraction of the JSON it replaced, and it holds no code, unlike a pickle). The cache
 is keyed on the field names of the cached types, so a field added to ``ArcInfo`` or
 ``Note`` invalidates it instead of loading wrong values; it is rebuilt if missing or corrupt.
-Entries whose mtime is within :data:`RACY_SECONDS` of the cache's own writing are confirmed
-by a content hash (an edit in the same clock tick would keep the size and mtime).
+Entries whose mtime is not safely older than the cache's own writing are confirmed by a
+content hash (an edit in the same clock tick would keep the size and mtime): git's "racily
+clean" rule, on the file system's own clock (:func:`_settled_before`).
 
 Arcs are the ``cluster_id`` notes in the compartment folders (SPEC §3); anywhere else a
 ``cluster_id`` note is the operator's, read for its markers only.
@@ -74,7 +75,14 @@ __all__ = [
 CACHE_FILE = ".brain/parse-cache"
 #: Bump when the cache's meaning changes without a field change (e.g. the arc-folder rule).
 CACHE_VERSION = 6
+#: How much older than the cache's writing a file's mtime must be for its size and mtime to
+#: vouch for its bytes, on a file system that keeps whole seconds (FAT's 2 s, HFS+, ext3) ...
 RACY_SECONDS = 2
+#: ... and on one whose times carry fractions of a second (ext4, XFS, btrfs, tmpfs, APFS, NTFS:
+#: stamped from a clock that moves every few milliseconds). Git's rule (``racy-git.txt``) has no
+#: margin at all: a file is racily clean when its mtime is not older than the index file's.
+RACY_FINE_NS = 500_000_000
+_SECOND_NS = 1_000_000_000
 
 
 class ChangedError(Exception):
@@ -237,7 +245,8 @@ def _read_cache(vault: Path, only: Collection[str] | None = None) -> tuple[dict[
 
 def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str, int]]:
     """The cached rows, the time the base was written (0 when missing, stale or corrupt), and
-    for the rows that came from the overlay, the time the overlay was written."""
+    for the rows that came from the overlay, the mtime below which they are settled
+    (:func:`_settled_before` the overlay's writing)."""
     _BASE.update(vault=vault, written=0, paths=frozenset(), overlay=frozenset())
     rows, written = _read_cache(vault)
     if not written:
@@ -246,7 +255,7 @@ def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str,
     later = _overlaid(vault, rows, written)
     if later is not None:
         _BASE["overlay"] = frozenset(later[0]) | frozenset(later[1])
-        return rows, written, dict.fromkeys(later[0], later[2])
+        return rows, written, dict.fromkeys(later[0], _settled_before(later[2], vault / OVERLAY_FILE))
     return rows, written, {}
 
 
@@ -268,36 +277,61 @@ def _matches(row: Any, st: Any) -> bool:
             and row[_MTIME_AT] == st.st_mtime_ns)
 
 
+def _settled_before(written: int, path: Path) -> int:
+    """The mtime below which a file's size and mtime vouch for the bytes a row of the state file
+    at ``path``, written at ``written`` (this machine's clock), holds for it.
+
+    Like git's index, the reference is the state file's own mtime, stamped by the clock that
+    stamps the notes (a network file system's server, not this machine), or ``written`` if
+    earlier; the margin is one tick of that clock, and more: :data:`RACY_FINE_NS` where times
+    carry fractions of a second, :data:`RACY_SECONDS` where they are whole seconds (or unknown).
+    A note a tick wrote just before saving the state is confirmed by its hash at the next tick;
+    the notes it wrote earlier in its run are not, as git trusts what it staged before the index
+    was written."""
+    try:
+        stamped = os.stat(path).st_mtime_ns
+    except OSError:
+        return written - RACY_SECONDS * _SECOND_NS
+    margin = RACY_SECONDS * _SECOND_NS if stamped % _SECOND_NS == 0 else RACY_FINE_NS
+    return min(written, stamped) - margin
+
+
 def _trusted(vault: Path, note: Note, trusted_before: int) -> bool:
-    """A cached note may stand for its file: its mtime is safely older than the row's writing,
-    or (racily clean) the file's bytes still hash to it."""
-    return note.mtime_ns < trusted_before or _same_content(vault, note.path, note.size, note.sha1)
+    """A cached note may stand for its file: its mtime is safely older than the row's writing
+    (:func:`_settled_before`; a note whose own mtime is a whole second takes the whole-second margin
+    as well), or (racily clean) the file's bytes still hash to it."""
+    mtime = note.mtime_ns
+    if mtime % _SECOND_NS == 0:
+        trusted_before -= RACY_SECONDS * _SECOND_NS - RACY_FINE_NS
+    return mtime < trusted_before or _same_content(vault, note.path, note.size, note.sha1)
 
 
 def _view_file(vault: Path) -> tuple[str, list[tuple[tuple[Any, ...], int]]] | None:
     """The last tick's view (see :func:`save_view`): its key and its rows in order, each with
-    when it was written (the base's rows, or the overlay's); None when missing or damaged."""
+    the mtime below which it is settled (:func:`_settled_before` the writing of the base, or of the
+    overlay that holds it); None when missing or damaged."""
     _VIEW_BASE.update(vault=None, key=None, rows={}, stat=None)
     raw = load_marshal(vault / VIEW_FILE)
     if not (isinstance(raw, tuple) and len(raw) == 4 and raw[0] == CACHE_KEY and isinstance(raw[1], str)
             and isinstance(raw[2], int) and isinstance(raw[3], tuple)
             and all(isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) for row in raw[3])):
         return None
-    key, written, base = raw[1], raw[2], raw[3]
+    key, base = raw[1], raw[3]
+    settled = _settled_before(raw[2], vault / VIEW_FILE)
     by_path = {row[_PATH_AT]: row for row in base}
-    rows = [(row, written) for row in base]
+    rows = [(row, settled) for row in base]
     delta = load_marshal(vault / VIEW_DELTA_FILE)
     if (isinstance(delta, tuple) and len(delta) == 6 and delta[0] == CACHE_KEY and delta[1] == key
             and isinstance(delta[2], str) and isinstance(delta[3], int) and isinstance(delta[4], tuple)
             and isinstance(delta[5], dict)
             and all(isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) for row in delta[5].values())):
-        changed, later = delta[5], delta[3]
+        changed, later = delta[5], _settled_before(delta[3], vault / VIEW_DELTA_FILE)
         rows = []
         for path in delta[4]:
             row = changed.get(path)
             if row is None and path not in by_path:
                 return None
-            rows.append((row, later) if row is not None else (by_path[path], written))
+            rows.append((row, later) if row is not None else (by_path[path], settled))
         key = delta[2]
     _VIEW_BASE.update(vault=vault, key=raw[1], rows=by_path, stat=_stat_pair(vault / VIEW_FILE))
     return key, rows
@@ -312,7 +346,7 @@ def _stat_pair(path: Path) -> tuple[int, int] | None:
 
 
 def _view_rows(vault: Path) -> dict[str, tuple[tuple[Any, ...], int]]:
-    """The rows of the last tick's view by path, each with when it was written."""
+    """The rows of the last tick's view by path, each with the mtime below which it is settled."""
     view = _view_file(vault)
     return {} if view is None else {row[_PATH_AT]: (row, written) for row, written in view[1]}
 
@@ -421,8 +455,8 @@ def drop_view(vault: Path) -> None:
         (vault / VIEW_FILE).unlink(missing_ok=True)
 
 
-#: The view as :func:`read_view` loaded it: its key, and each row's note, the row, and when it
-#: was written.
+#: The view as :func:`read_view` loaded it: its key, and each row's note, the row, and the mtime
+#: below which its file's size and mtime vouch for it (:func:`_settled_before`).
 LoadedView = tuple[str, list[tuple[Note, tuple[Any, ...], int]]]
 
 
@@ -457,20 +491,20 @@ def load_view(vault: Path, key: str, listing: Mapping[str, tuple[int, int]], *,
     view = loaded if loaded is not None else read_view(vault)
     if view is None or view[0] != key:
         return None
-    racy = RACY_SECONDS * 1_000_000_000
-    settled = time.time_ns() - racy  # a file whose mtime is older was not written in the same instant as now
+    # A racily clean note whose mtime is older than this was not written in the same clock tick as now.
+    old_enough = time.time_ns() - RACY_SECONDS * _SECOND_NS
     notes: dict[str, Note] = {}
     kept: dict[str, tuple[Note, tuple[Any, ...]]] = {}
     confirmed: set[str] = set()
     try:
-        for note, row, written in view[1]:
+        for note, row, settled in view[1]:
             if note.path in changed:
                 if before is not None:
                     before[note.path] = note
                 continue
-            if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, written - racy):
+            if listing.get(note.path) != (note.size, note.mtime_ns) or not _trusted(vault, note, settled):
                 return None
-            if settled > note.mtime_ns >= written - racy:
+            if old_enough > note.mtime_ns >= settled:
                 confirmed.add(note.path)
             notes[note.path] = note
             kept[note.path] = (note, row)
@@ -660,8 +694,7 @@ def scan(
     cache, cache_written, later = _load_cache(vault)
     # Files a quiet tick rewrote after the cache was saved: their rows are in the view.
     view = _view_rows(vault) if cache_written else {}
-    racy = RACY_SECONDS * 1_000_000_000
-    racy_from = cache_written - racy
+    racy_from = _settled_before(cache_written, vault / CACHE_FILE)
     found: list[tuple[str, Note | None]] = []  # in listing order; None: parsed below
     todo: list[tuple[str, Any]] = []
     raw: dict[str, bytes] = {}
@@ -682,7 +715,7 @@ def scan(
                     note: Note | None = _note_of(row)
                 except (TypeError, ValueError):
                     note = None
-                if note is not None and _trusted(vault, note, racy_from if since is None else since - racy):
+                if note is not None and _trusted(vault, note, racy_from if since is None else since):
                     found.append((rel, note))
                     if from_view:
                         viewed += 1  # a row from the view is new to the cache: saved as changed
