@@ -63,6 +63,7 @@ from brain.io.vault import (
     cached_notes,
     drop_view,
     feed_relative,
+    forget_loaded,
     listing_beside,
     listing_from,
     load_view,
@@ -215,9 +216,11 @@ def run_tick(
     finally:
         if tick.index_child is not None:  # the run failed before it needed the index
             _cancel_index(tick.vault, tick.index_child)
-        # The heat inputs memo holds every note the tick decided: let them go before the
-        # collector is back, or its first pass walks them all (0.1 s after a cold tick).
+        # The heat inputs memo holds every note the tick decided, the scanner's caches every row
+        # it loaded: let them go before the collector is back, or its first pass walks them all
+        # (0.1 s after a cold tick, 66 ms after a +2 h one on 50 000 arcs).
         forget_inputs()
+        forget_loaded()
         if collecting:
             gc.enable()
     report.health = _health_row(report, _ms(started))
