@@ -340,6 +340,40 @@ def test_a_listing_child_that_finds_the_saved_listing_hands_back_only_that(tmp_p
     assert out == {"same": True, "reordered": False, "edited": True, "no copy here": True}
 
 
+REORDERED = """
+import json, marshal, sys
+from pathlib import Path
+import brain.io.vault as V
+vault = Path(sys.argv[1])
+feed = vault / "brain-feed"
+found = V.stat_listing(vault, feed)
+reordered = dict(reversed(list(found.items())))
+child = V.listing_beside(vault, feed, lambda: dict(reordered))
+reply = child.output(marshal.loads)
+child = V.listing_beside(vault, feed, lambda: dict(reordered))
+got = V.listing_from(child, vault, feed, reordered)
+edited = dict(reordered)
+edited[next(iter(edited))] = (0, 0)
+child = V.listing_beside(vault, feed, lambda: dict(edited))
+print(json.dumps({"reply": [reply[0], len(reply[1])] if isinstance(reply, tuple) else type(reply).__name__,
+                  "entries": len(found), "as found": list(got.items()) == list(found.items()),
+                  "values are the copy's": all(got[k] is reordered[k] for k in got),
+                  "edited": V.listing_from(child, vault, feed, edited) == found}))
+"""
+
+
+def test_a_listing_child_that_finds_the_saved_files_in_another_order_hands_back_only_their_places(
+        tmp_path: Path) -> None:
+    """The same files in another order (what follows a tick that moved an arc): the child hands
+    back each found entry's place in the saved listing, not the entries, and the caller rebuilds
+    the listing as found, in the order found, from its own copy; a changed size still gives the
+    listing as found."""
+    vault = _vault(tmp_path / "v")
+    out, _ = _fresh(REORDERED, str(vault))
+    assert out["reply"] == ["the saved listing, reordered", 4 * out["entries"]] and out["entries"] > 10
+    assert out["as found"] and out["values are the copy's"] and out["edited"]
+
+
 AHEAD = FORKS + """
 import json, os, sys, time
 from pathlib import Path

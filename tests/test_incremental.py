@@ -28,6 +28,7 @@ from brain.core.model import Note
 from brain.core.timeutil import iso, require_instant
 from brain.io.vault import listing_of, load_view, scan
 from brain.pipeline.tick import run_tick
+from brain.pipeline.tick_state import load_memo, write_memo_base
 from brain.search.index import rebuild
 from brain.settings import Settings
 from tests.support.vaults import NOW, init_vault, tree_digest, write_arc
@@ -476,7 +477,7 @@ def test_a_quiet_tick_adds_to_the_memo_overlay_only_what_it_decided_afresh(tmp_p
     s = Settings(vault=vault, conscious_cap=4)
     t0 = require_instant(NOW)
     assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
-    base = marshal.loads((vault / ".brain" / "heat-memo").read_bytes())[1]
+    base = load_memo(vault, s).rows  # the base alone: a full tick leaves no overlay
     quiet = run_tick(s, t0 + timedelta(hours=2), no_ai=True, dry_run=False)
     assert quiet.keeper.quiet
     delta = marshal.loads((vault / ".brain" / "heat-memo-delta").read_bytes())[1]
@@ -484,14 +485,65 @@ def test_a_quiet_tick_adds_to_the_memo_overlay_only_what_it_decided_afresh(tmp_p
     assert len(delta) < quiet.keeper.remembered  # the rows the memo answered for stay in the base alone
     whole = tmp_path / "whole"
     shutil.copytree(vault, whole, symlinks=True)
-    (whole / ".brain" / "heat-memo").write_bytes(marshal.dumps((marshal.loads(
-        (vault / ".brain" / "heat-memo").read_bytes())[0], {**base, **delta})))
+    write_memo_base(whole, Settings(vault=whole, conscious_cap=4), {**base, **delta})
     (whole / ".brain" / "heat-memo-delta").unlink()
     later = t0 + timedelta(hours=5)
     overlaid = run_tick(s, later, no_ai=True, dry_run=False)
     merged = run_tick(Settings(vault=whole, conscious_cap=4), later, no_ai=True, dry_run=False)
     assert overlaid.keeper.remembered == merged.keeper.remembered > 0
     assert _files(vault) == _files(whole)
+
+
+def test_a_quiet_tick_reads_only_the_memo_rows_of_its_view(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo's base puts the rows of the view first: the quiet ticks that follow (an arc
+    promoted to a new path among them) answer from those and their own overlay, and never
+    decode the rows of the arcs outside the view; a full tick, which decides every arc, does."""
+    import brain.pipeline.tick_state as state_module
+
+    vault = init_vault(tmp_path / "v")
+    _quiet_vault(vault)
+    s = Settings(vault=vault, conscious_cap=4)
+    t0 = require_instant(NOW)
+    assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
+    outside = len(load_memo(vault, s)) - len([n for n in load_view(vault, json.loads(
+        (vault / ".brain/tick-state.json").read_text())["tick_id"], _listing(vault, s)).values() if n.arc])
+    assert outside > 0, "every arc is in the view: this test shows nothing"
+    loads: list[int] = []
+    real = state_module._memo_base
+
+    def counted(path: Path, digest: str) -> Any:
+        found = real(path, digest)
+        if found is None:
+            return None
+        view, rest, based = found
+
+        def rest_counted() -> dict[str, Any]:
+            loads.append(1)
+            return rest()
+        return view, rest_counted, based
+
+    monkeypatch.setattr(state_module, "_memo_base", counted)
+    moved = kept = 0
+    for hours in (2, 4, 26, 50):
+        base = (vault / ".brain/heat-memo").stat()
+        report = run_tick(s, t0 + timedelta(hours=hours), no_ai=True, dry_run=False)
+        assert report.exit_code == 0 and report.keeper.quiet and report.keeper.remembered, report.as_dict()
+        after = (vault / ".brain/heat-memo").stat()
+        if (after.st_ino, after.st_mtime_ns) != (base.st_ino, base.st_mtime_ns):
+            loads.clear()  # the overlay outgrew a quarter of the base: the base is written again, whole
+            continue
+        assert loads == [], f"the tick at +{hours} h decoded the rows outside its view"
+        kept += 1
+        moved += len(report.result.moved)
+    assert kept and moved, "no quiet tick moved an arc on the memo's base: this test shows nothing"
+    (vault / ".brain/tick-state.json").unlink()
+    full = run_tick(s, t0 + timedelta(hours=52), no_ai=True, dry_run=False)
+    assert full.exit_code == 0 and not full.keeper.quiet
+    assert loads == [1]
+
+
+def _listing(vault: Path, s: Settings) -> dict[str, tuple[int, int]]:
+    return {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, s.feed_dir)}
 
 
 def test_the_memo_rows_a_quiet_tick_adds_are_every_row_that_says_something_new(
@@ -513,14 +565,14 @@ def test_the_memo_rows_a_quiet_tick_adds_are_every_row_that_says_something_new(
     saved = tick_module.save_memo
 
     def save_memo(vault: Path, s: Settings, decisions: Any, snapshot: Any, now: datetime, before: Any, *,
-                  partial: bool = False) -> None:
+                  partial: bool = False, **rest: Any) -> None:
         every = {path: tuple(entry) for path, entry in remembered(decisions, snapshot.notes, now, before).items()}
         new = {path: row for path, row in every.items() if before.rows.get(path) != row}
         kinds = [(cid in decisions.fresh, snapshot.notes.get(d.path) is not d.note)
                  for cid, d in decisions.arcs.items() if d.path in new]
         seen.append((new, memo_news(decisions, snapshot, now, before), kinds.count((True, False)),
                      kinds.count((False, True))))
-        saved(vault, s, decisions, snapshot, now, before, partial=partial)
+        saved(vault, s, decisions, snapshot, now, before, partial=partial, **rest)
 
     monkeypatch.setattr(tick_module, "save_memo", save_memo)
     quiet = run_tick(s, t0 + timedelta(hours=26), no_ai=True, dry_run=False)

@@ -185,8 +185,10 @@ def remembered(decisions: KeeperDecisions, notes: Mapping[str, Note], now: datet
         final = notes.get(d.path)
         if final is None or final.arc is None:
             continue
-        kept = before.get(d.path) if before is not None and cluster_id not in decisions.fresh else None
-        if kept is not None and final is d.note and kept.sha1 == final.sha1:
+        # asked only for a file this tick left as it was (a memo may load more rows for another)
+        kept = before.get(d.path) if before is not None and final is d.note and cluster_id not in decisions.fresh \
+            else None
+        if kept is not None and kept.sha1 == final.sha1:
             out[d.path] = kept
             continue
         if final.arc.heat != d.heat or final.arc.status != d.status or not dates_in_content(final):

@@ -22,6 +22,7 @@ import hashlib
 import marshal
 import os
 import time
+from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from operator import attrgetter
 from pathlib import Path
@@ -56,6 +57,8 @@ __all__ = [
     "expect_of",
     "feed_relative",
     "forget_loaded",
+    "frame_spans",
+    "frames",
     "listing_beside",
     "listing_from",
     "listing_of",
@@ -176,7 +179,7 @@ def load_marshal(path: Path) -> Any:
             gc.enable()
 
 
-#: Rows per frame of the parse cache's base (:func:`_frames`), written in path order after a
+#: Rows per frame of the parse cache's base (:func:`frames`), written in path order after a
 #: header naming each frame's first path: a cold tick writes 10 000 rows without holding them all,
 #: or their bytes, at once (its peak memory); a load reads every frame without copying, and a
 #: quiet tick that needs the old rows of a few edited files decodes only their frames (5 rows
@@ -186,7 +189,7 @@ FRAME_ROWS = 5
 _FRAME_HEADER = 8
 
 
-def _frames(values: Iterable[Any]) -> Iterator[bytes]:
+def frames(values: Iterable[Any]) -> Iterator[bytes]:
     """Each value as a frame: its :mod:`marshal` length (8 bytes, little-endian), then its bytes."""
     for value in values:
         data = marshal.dumps(value)
@@ -194,7 +197,7 @@ def _frames(values: Iterable[Any]) -> Iterator[bytes]:
         yield data
 
 
-def _spans(data: memoryview) -> list[tuple[int, int]] | None:
+def frame_spans(data: memoryview) -> list[tuple[int, int]] | None:
     """Where each frame's bytes lie in ``data``; None when it is cut short."""
     spans, at = [], 0
     while at < len(data):
@@ -216,7 +219,7 @@ def _read_cache(vault: Path, only: Collection[str] | None = None) -> tuple[dict[
         data = memoryview(read_regular(vault / CACHE_FILE))  # never a named pipe's wait
     except OSError:
         return {}, 0
-    spans = _spans(data)
+    spans = frame_spans(data)
     if not spans:
         return {}, 0
     rows: dict[str, tuple[Any, ...]] = {}
@@ -385,7 +388,7 @@ def save_cache(vault: Path, notes: Mapping[str, Note]) -> None:
             yield {path: row(path) for path in paths[start:start + FRAME_ROWS]}
 
     with contextlib.suppress(OSError):
-        atomic_write_chunks(vault / CACHE_FILE, _frames(values()), durable=False)
+        atomic_write_chunks(vault / CACHE_FILE, frames(values()), durable=False)
         (vault / OVERLAY_FILE).unlink(missing_ok=True)
         _BASE.update(vault=vault, written=now, paths=frozenset(kept), overlay=frozenset())
 
@@ -652,12 +655,18 @@ def listing_beside(vault: Path, feed_dir: Path, saved: Callable[[], Mapping[str,
 
     ``saved`` loads, in the child, the listing the last tick left: when the child finds the very
     same files (sizes, mtimes and order), it says so instead of handing back every entry, and
-    :func:`listing_from` gives the caller its own copy of that listing."""
+    :func:`listing_from` gives the caller its own copy of that listing. The same files in another
+    order (the last tick moved an arc: the folder lists it elsewhere than at the end, where that
+    tick put it) come back as each found entry's place in that listing, and the caller rebuilds
+    the listing as found from its copy: an index per entry crosses, not the entry."""
     def work() -> bytes:
         found = stat_listing(vault, feed_dir)
         before = saved() if saved is not None else None
-        if before is not None and before == found and list(before) == list(found):
-            return marshal.dumps(SAME_LISTING)
+        if before is not None and before == found:
+            if list(before) == list(found):
+                return marshal.dumps(SAME_LISTING)
+            place = {path: index for index, path in enumerate(before)}
+            return marshal.dumps((REORDERED_LISTING, array("I", [place[path] for path in found]).tobytes()))
         return marshal.dumps(found)
 
     return Forked.start(work)
@@ -665,18 +674,29 @@ def listing_beside(vault: Path, feed_dir: Path, saved: Callable[[], Mapping[str,
 
 #: What a listing child hands back when it found the very listing it was given (:func:`listing_beside`).
 SAME_LISTING = "same as the saved listing"
+#: ... and the tag before the places of its entries when it found them in another order.
+REORDERED_LISTING = "the saved listing, reordered"
 
 
 def listing_from(child: Forked, vault: Path, feed_dir: Path,
                  saved: dict[str, tuple[int, int]] | None = None) -> dict[str, tuple[int, int]]:
     """The listing ``child`` (:func:`listing_beside`) made: ``saved`` (this process's copy of the
-    listing the child compared with) when the child found it unchanged; listed here when the
-    child failed, or found it unchanged while this process has no copy."""
+    listing the child compared with) when the child found it unchanged, or its entries in the
+    order the child found them; listed here when the child failed, or found it unchanged while
+    this process has no copy."""
     found = child.output(marshal.loads)
     if isinstance(found, dict):
         return found
     if found == SAME_LISTING and saved is not None:
         return saved
+    if (isinstance(found, tuple) and len(found) == 2 and found[0] == REORDERED_LISTING and saved is not None
+            and isinstance(found[1], bytes) and len(found[1]) == array("I").itemsize * len(saved)):
+        places, paths = array("I"), list(saved)
+        places.frombytes(found[1])
+        with contextlib.suppress(IndexError):
+            listing = {paths[index]: saved[paths[index]] for index in places}
+            if len(listing) == len(paths):
+                return listing
     return stat_listing(vault, feed_dir)
 
 

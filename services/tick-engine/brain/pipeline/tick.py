@@ -372,13 +372,14 @@ def _run(tick: _Tick) -> None:
         tick.target.journal.complete()  # every write is done: a crash from here on rolls nothing back
 
     # Phase 5: verify — re-read what this tick wrote; the invariants on the snapshot it leads to.
+    view: list[Note] | None = None  # the notes the next quiet tick runs on (a run that wrote)
     if dry_run:  # nothing was written: the invariants that hold whatever the clock, on the vault as it is
         t = time.perf_counter()
         _verify_report(report, VerifyReport(ms=0.0, failures=static_failures(snapshot), reread=0))
         report.verify.ms = _ms(t)
     else:
         tick.step(VERIFYING)
-        snapshot = _verified(tick, snapshot, final_plan, memo)
+        snapshot, view = _verified(tick, snapshot, final_plan, memo)
 
     _publish_alarms(tick, snapshot)
 
@@ -410,13 +411,14 @@ def _run(tick: _Tick) -> None:
                     listed_key if final is kplan.decisions else dashboards_key(final),
                     {name: [inputs, writer.sha1_bytes(final_plan.feed_files[name].encode("utf-8"))]
                      for name, inputs in final_plan.feed_inputs.items()},
-                    view=snapshot.notes.values() if tick.partial else view_notes(snapshot, final,
-                                                                                  final_plan.feed_reads))
+                    view=view)
 
 
-def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan, memo: MemoRows) -> Snapshot:
+def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan,
+              memo: MemoRows) -> tuple[Snapshot, list[Note] | None]:
     """Phase 5 of a run that wrote (:func:`verify_written`); then the search index, the parse cache
-    and the heat memo follow the files as verify read them. Returns the snapshot verify leads to."""
+    and the heat memo follow the files as verify read them. Returns the snapshot verify leads to,
+    and the notes the next quiet tick runs on (:func:`view_notes`; None: no quiet tick)."""
     report, s, vault = tick.report, tick.s, tick.vault
     t = time.perf_counter()
     # An index built beside the writes is waited for last (:func:`_run`), when the tick has
@@ -438,9 +440,12 @@ def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan, memo: Mem
     if not tick.partial and (snapshot.delta or report.result.changed or not snapshot.stats.cached
                              or snapshot.stats.from_view):
         save_cache(vault, snapshot.notes)  # a quiet tick's writes reach it from the view, at the next full scan
-    save_memo(vault, s, final_plan.decisions, snapshot, tick.now, memo, partial=tick.partial)
+    view = list(snapshot.notes.values()) if tick.partial else view_notes(snapshot, final_plan.decisions,
+                                                                          final_plan.feed_reads)
+    save_memo(vault, s, final_plan.decisions, snapshot, tick.now, memo, partial=tick.partial,
+              view=() if view is None else [note.path for note in view])
     report.verify.ms = round(_ms(t) - indexing, 2)
-    return snapshot
+    return snapshot, view
 
 
 def _verify_report(report: TickReport, verified: VerifyReport) -> None:

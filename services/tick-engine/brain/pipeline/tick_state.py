@@ -11,11 +11,12 @@ checked against the settings, the code and the files it was made from.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import marshal
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -27,8 +28,8 @@ from brain.core.keeper import ArcDecision, KeeperDecisions, Remembered, in_consc
 from brain.core.model import Note
 from brain.core.snapshot import Snapshot
 from brain.io import writer
-from brain.io.atomic import atomic_write, read_regular
-from brain.io.vault import load_marshal
+from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular
+from brain.io.vault import frame_spans, frames, load_marshal
 from brain.settings import Settings
 from brain.settings import values as settings_values
 
@@ -85,17 +86,49 @@ def fingerprint(s: Settings, feed_dir: Path) -> str:
     return digest.hexdigest()
 
 
+#: What :meth:`MemoRows.row` says of a row it did not load (never equal to a row).
+UNKNOWN = object()
+
+
 class MemoRows(Mapping[str, Remembered]):
     """The heat memo as saved (path -> plain row): an entry becomes a :class:`Remembered` when
     asked for, so a quiet tick that asks for a few hundred does not build ten thousand.
-    ``delta``: the rows that came from the overlay quiet ticks write (:data:`MEMO_DELTA_FILE`)."""
+    ``delta``: the rows that came from the overlay quiet ticks write (:data:`MEMO_DELTA_FILE`).
 
-    def __init__(self, rows: dict[str, Any], delta: dict[str, Any] | None = None):
-        self.rows = rows
+    ``rest``: loads the base's rows outside its view (:func:`save_memo`), on the first question
+    the rows at hand cannot answer; ``rows`` may hold None for a path of the view without a row.
+    """
+
+    def __init__(self, rows: dict[str, Any], delta: dict[str, Any] | None = None, *,
+                 rest: Callable[[], dict[str, Any]] | None = None, based: int = 0):
+        self._rows = rows
         self.delta = delta or {}
+        self._rest = rest
+        self._based = based  # rows in the base (both parts), told without reading the rest
+
+    def _load_rest(self) -> None:
+        if self._rest is not None:
+            rest, self._rest = self._rest(), None
+            for path, row in rest.items():
+                self._rows.setdefault(path, row)  # a row of the overlay stands over the base's
+
+    @property
+    def rows(self) -> dict[str, Any]:
+        """Every plain row (the base's rest loaded)."""
+        self._load_rest()
+        return {path: row for path, row in self._rows.items() if row is not None}
+
+    def row(self, path: str, *, load: bool = True) -> Any:
+        """The plain row saved for ``path`` (None: none); the rest is loaded only when ``path`` is
+        not among the rows at hand. ``load`` False: :data:`UNKNOWN` rather than loading it."""
+        if path not in self._rows:
+            if not load and self._rest is not None:
+                return UNKNOWN
+            self._load_rest()
+        return self._rows.get(path)
 
     def get(self, path: str, default: Any = None) -> Any:
-        row = self.rows.get(path)
+        row = self.row(path)
         if not (isinstance(row, tuple) and len(row) == len(Remembered._fields)):
             return default
         return Remembered._make(row)
@@ -107,36 +140,91 @@ class MemoRows(Mapping[str, Remembered]):
         return cast(Remembered, found)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.rows)
+        self._load_rest()
+        return (path for path, row in self._rows.items() if row is not None)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        self._load_rest()
+        return sum(1 for row in self._rows.values() if row is not None)
+
+    def size(self) -> int:
+        """About how many rows the memo holds, told without reading the base's rest: the base's
+        count plus the overlay's (an arc of both counts twice)."""
+        return self._based + len(self.delta) if self._rest is not None else len(self)
 
 
-def _memo_rows(path: Path, digest: str) -> dict[str, Any] | None:
+#: The base memo file: a header frame (its format, the settings digest, how many rows), then the
+#: rows of the notes the next quiet tick runs on (the view, :func:`view_notes`: path -> row, None
+#: for a view note without one), then every other row (:func:`brain.io.vault.frames`). A quiet
+#: tick decodes the first two: on 50 000 arcs, 7 400 rows of 51 000, 5 ms instead of 50.
+_MEMO_FORMAT = "heat-memo/2"
+
+
+def _memo_overlay(path: Path, digest: str) -> dict[str, Any] | None:
     raw = load_marshal(path)
     return raw[1] if isinstance(raw, tuple) and len(raw) == 2 and raw[0] == digest and isinstance(raw[1], dict) \
         else None
+
+
+def _memo_base(path: Path, digest: str) -> tuple[dict[str, Any], Callable[[], dict[str, Any]], int] | None:
+    """The base's view rows, what loads its other rows, and how many rows it holds."""
+    try:
+        data = memoryview(read_regular(path))
+    except OSError:
+        return None
+    spans = frame_spans(data)
+    if spans is None or len(spans) != 3:
+        return None
+    try:
+        head = marshal.loads(data[spans[0][0]:spans[0][1]])
+        if not (isinstance(head, tuple) and len(head) == 3 and head[0] == _MEMO_FORMAT and head[1] == digest
+                and isinstance(head[2], int)):
+            return None
+        view = marshal.loads(data[spans[1][0]:spans[1][1]])
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(view, dict):
+        return None
+
+    def rest() -> dict[str, Any]:
+        try:
+            rows = marshal.loads(data[spans[2][0]:spans[2][1]])
+        except (EOFError, ValueError, TypeError):
+            return {}
+        return rows if isinstance(rows, dict) else {}
+
+    return view, rest, head[2]
 
 
 def load_memo(vault: Path, s: Settings) -> MemoRows:
     """The heat memo the last ticks left (missing, corrupt, other settings or code: nothing).
 
     An entry is a fact about one file's bytes in one window of time (:class:`Remembered`), so a
-    base and an overlay from any ticks combine safely: a stale entry never holds."""
+    base and an overlay from any ticks combine safely: a stale entry never holds. The base's rows
+    outside its view are read when first needed (a quiet tick on the view needs none)."""
     digest = settings_digest(s)
-    rows = _memo_rows(vault / MEMO_FILE, digest) or {}
-    delta = _memo_rows(vault / MEMO_DELTA_FILE, digest) or {}
+    delta = _memo_overlay(vault / MEMO_DELTA_FILE, digest) or {}
+    enabled = gc.isenabled()
+    gc.disable()  # tens of thousands of small tuples: the collector would walk them again and again
+    try:
+        base = _memo_base(vault / MEMO_FILE, digest)
+    finally:
+        if enabled:
+            gc.enable()
+    if base is None:
+        return MemoRows(dict(delta), delta)
+    rows, rest, based = base
     rows.update(delta)
-    return MemoRows(rows, delta)
+    return MemoRows(rows, delta, rest=rest, based=based)
 
 
 def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Snapshot, now: datetime,
-               before: MemoRows, *, partial: bool = False) -> None:
+              before: MemoRows, *, partial: bool = False, view: Collection[str] = ()) -> None:
     """Best effort: a missing memo only costs recomputing every arc's heat once.
 
     ``partial``: the snapshot holds some of the vault's notes (a quiet tick): their entries go
-    to the overlay, the base stays as it is until it is the smaller of the two."""
+    to the overlay, the base stays as it is until it is the smaller of the two. ``view``: the
+    paths of the notes the next quiet tick runs on, whose rows a base written now puts first."""
     live = sum(1 for d in decisions.arcs.values() if d.last_active is not None)
     # a quiet tick's memo is stale when it wrote an arc; a full tick's when the arcs are not the memo's
     stale = any(d.changes_file for d in decisions.changed()) if partial else live != len(before)
@@ -151,7 +239,7 @@ def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Sn
             if not news:
                 return
             delta = {**before.delta, **news}
-            if len(delta) * 4 < len(before):
+            if len(delta) * 4 < before.size():
                 atomic_write(vault / MEMO_DELTA_FILE, marshal.dumps((digest, delta)), durable=False)
                 return
             decided = {d.note.path for d in decisions.arcs.values()}
@@ -159,19 +247,31 @@ def save_memo(vault: Path, s: Settings, decisions: KeeperDecisions, snapshot: Sn
                     **_memo_of(decisions, snapshot, now, before)}
         else:
             memo = _memo_of(decisions, snapshot, now, before)
-        atomic_write(vault / MEMO_FILE, marshal.dumps((digest, memo)), durable=False)
+        write_memo_base(vault, s, memo, view)
         (vault / MEMO_DELTA_FILE).unlink(missing_ok=True)
+
+
+def write_memo_base(vault: Path, s: Settings, rows: Mapping[str, Any], view: Collection[str] = ()) -> None:
+    """The memo's base file holding ``rows`` (path -> plain row), those of ``view`` first
+    (:data:`_MEMO_FORMAT`)."""
+    rest = dict(rows)
+    first = {path: rest.pop(path, None) for path in view}
+    count = len(rest) + sum(1 for row in first.values() if row is not None)
+    atomic_write_chunks(vault / MEMO_FILE, frames(((_MEMO_FORMAT, settings_digest(s), count), first, rest)),
+                        durable=False)
 
 
 def memo_news(decisions: KeeperDecisions, snapshot: Snapshot, now: datetime, before: MemoRows,
               ) -> dict[str, tuple[Any, ...]]:
     """The memo's rows for ``decisions`` that say something ``before`` did not. Only the arcs
     decided afresh and those whose file changed (written, or read again by verify) can: every
-    other one took its row from ``before``, and keeps it as it is, so no other row is made."""
+    other one took its row from ``before``, and keeps it as it is, so no other row is made. A
+    row for a path ``before`` holds outside the rows it loaded (an arc moved to a new path) is
+    kept without reading the rest: at worst the overlay repeats a row of the base."""
     notes, fresh = snapshot.notes, decisions.fresh
     only = [cid for cid, d in decisions.arcs.items() if cid in fresh or notes.get(d.path) is not d.note]
     return {path: row for path, row in _memo_of(decisions, snapshot, now, before, only).items()
-            if before.rows.get(path) != row}
+            if before.row(path, load=False) != row}
 
 
 def _memo_of(decisions: KeeperDecisions, snapshot: Snapshot, now: datetime, before: MemoRows,
