@@ -15,7 +15,7 @@ import pytest
 
 from brain.core import feed, keeper
 from brain.core.model import WORK_LIST_ITEMS, Note, parse_note
-from brain.core.project_feed import decides, is_question
+from brain.core.project_feed import SHOWN_ARCS, decides, is_question
 from brain.settings import Settings
 from tests.support.vaults import run_tick_json, write_arc
 
@@ -115,6 +115,42 @@ def test_a_project_file_is_rendered_again_only_when_what_it_reads_changed() -> N
                            feed.FeedInputs(notes=tuple(notes), decisions=keeper.decide(notes, NOW, Settings()).arcs,
                                            now=NOW, settings=Settings(feed_token_budget=900), built_before=before)):
         assert rendered(feed.build_feed(inputs_changed), "projects/beta.md").startswith("---\n")
+
+
+def test_the_project_index_is_built_again_only_when_what_it_reads_changed() -> None:
+    """``projects/index.json`` says when it was generated, so it is written every tick; built from
+    the same inputs, the text an earlier build wrote is taken with the new time, not built again.
+    What it reads of a project's first arcs (their files, cwd, branch) and of every later arc (its
+    cwd, last activity, branch) builds it again."""
+    index = "projects/index.json"
+    many = SHOWN_ARCS + 2
+
+    def notes_with(last_cwd: str, first_files: tuple[str, ...] = ("lib/a.py",)) -> list[Note]:
+        return [arc_note(f"2026-11-20-arc-{i:02d}-0123456789{i:02d}", files=list(first_files) if i == 0 else [],
+                         cwd=last_cwd if i == many - 1 else "/home/u/src/alpha",
+                         last_active=f"2026-11-21T{10 - i // 10:02d}:{59 - i % 60:02d}:00Z")
+                for i in range(many)] + [arc_note("2026-11-20-two-0123456789e2", project="beta", cwd="/srv/beta")]
+
+    def built(notes: list[Note], now: datetime, before: dict[str, tuple[str, str]]) -> tuple[str, str | None]:
+        made = feed.build_feed(feed.FeedInputs(notes=tuple(notes), decisions=keeper.decide(notes, now, Settings()).arcs,
+                                               now=now, settings=Settings(), built_before=before))
+        found = next(f for f in made.files if f.name == index)
+        return found.render(), found.stamped_inputs
+
+    notes = notes_with("/home/u/src/alpha")
+    text, key = built(notes, NOW, {})
+    assert key is not None and json.loads(text)["generated"] == "2026-11-21T12:00:00Z"
+    # A text the build could never make, under the same digest: taken, with this build's time.
+    kept = json.dumps({**json.loads(text), "kept": True}, indent=1, sort_keys=True) + "\n"
+    later = datetime(2026, 11, 21, 18, 0, tzinfo=UTC)  # hours later, heat decayed: nothing the index reads
+    again, again_key = built(notes, later, {index: (key, kept)})
+    assert again_key == key and json.loads(again) == {**json.loads(kept), "generated": "2026-11-21T18:00:00Z"}
+    # The cwd of the project's last arc (past the arcs its file shows), or a file of its first: built again.
+    for changed in (notes_with("/home/u/src/alpha-old"), notes_with("/home/u/src/alpha", ("lib/b.py",))):
+        fresh, fresh_key = built(changed, later, {index: (key, kept)})
+        assert fresh_key != key and "kept" not in json.loads(fresh)
+    # Taken or built, the same index.
+    assert json.loads(built(notes, later, {})[0]) == {k: v for k, v in json.loads(again).items() if k != "kept"}
 
 
 def test_a_tick_reuses_project_files_it_wrote_and_never_one_edited_since(vault: Path) -> None:

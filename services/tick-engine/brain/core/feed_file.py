@@ -88,6 +88,9 @@ class FeedFile:
     #: injects, settings, date and the code that renders it): a later build with the same
     #: digest takes the text written then instead of rendering it again.
     inputs: str | None = None
+    #: The same for a file that carries the time it was built (``projects/index.json``): a later
+    #: build with the same digest takes the text written then with its own time put in.
+    stamped_inputs: str | None = None
 
     @property
     def feed_id(self) -> str:

@@ -1015,5 +1015,34 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
             made = project_file(project, name, arcs, signals, injects, s, date, visits_here)
         made.inputs = key
         files.append(made)
-    files.append(index_file(names, by_project, now, s, date))
+    key = index_inputs_key(by_project, files, s)
+    known = (before or {}).get(INDEX)
+    index = _regenerated(known[1], now, s, date) if known is not None and known[0] == key else None
+    index = index or index_file(names, by_project, now, s, date)
+    index.stamped_inputs = key
+    files.append(index)
     return files
+
+
+def index_inputs_key(by_project: Mapping[str, list[ProjectArc]], made: Sequence[FeedFile], s: Settings) -> str:
+    """The digest of everything :func:`index_file` reads but the time: each project's file name
+    and inputs digest (``made``, in project order: they cover its first :data:`SHOWN_ARCS` arcs
+    whole), and of its other arcs the cwd, last activity and whether a branch was recorded."""
+    rest = [[(pa.arc.cwd, pa.last_active.timestamp(), bool(pa.arc.branch)) for pa in by_project[project][SHOWN_ARCS:]]
+            for project in sorted(by_project)]
+    material = repr((_rendering_code(), INDEX_VERSION, s.feed_ttl_seconds, [(f.name, f.inputs) for f in made], rest))
+    return hashlib.sha1(material.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
+
+
+def _regenerated(text: str, now: datetime, s: Settings, date: str) -> FeedFile | None:
+    """``projects/index.json`` as an earlier build wrote it from the same inputs, with this
+    build's time (None when it does not read back as such an index)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("version") != INDEX_VERSION or "generated" not in data:
+        return None
+    data["generated"] = iso(now)
+    return FeedFile(INDEX, "Project index", 0, "info", date, s.feed_ttl_seconds, "",
+                    raw=json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", budgeted=False)

@@ -34,7 +34,7 @@ class KeeperPlan:
     signals_active: int = 0
     predicted: dict[str, Note] = field(default_factory=dict)  # path after this tick -> its note
     feed_reads: frozenset[str] = frozenset()  # :attr:`brain.core.feed.BuiltFeed.reads`
-    feed_inputs: dict[str, str] = field(default_factory=dict)  # feed name -> :attr:`FeedFile.inputs`
+    feed_inputs: dict[str, str] = field(default_factory=dict)  # feed name -> its inputs (or stamped) digest
 
 
 MAX_DIFF_LINES = 200
@@ -155,8 +155,9 @@ def plan_keeper(
     for feed_file in built.files:
         text = feed_file.render()
         out.feed_files[feed_file.name] = text
-        if feed_file.inputs is not None:
-            out.feed_inputs[feed_file.name] = feed_file.inputs
+        digest = feed_file.inputs if feed_file.inputs is not None else feed_file.stamped_inputs
+        if digest is not None:
+            out.feed_inputs[feed_file.name] = digest
         if feed_file.budgeted:  # a project file replaces the global feed for its session: not summed
             out.feed_tokens += feed.tokens(text)
         if feed_rel is not None:
