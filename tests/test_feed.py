@@ -153,6 +153,34 @@ def test_the_project_index_is_built_again_only_when_what_it_reads_changed() -> N
     assert json.loads(built(notes, later, {})[0]) == {k: v for k, v in json.loads(again).items() if k != "kept"}
 
 
+DIGEST = """
+import sys
+from brain.core.project_feed import digest_of
+name = sys.intern("alpha") if sys.argv[1] == "interned" else "".join(["al", "pha"])
+shared = "lib/a.py"
+print(digest_of((name, "projects/alpha.md", 1.5, 10**18, None, True, [(shared, shared, name)],
+                 {"cwd": "/home/u", "files": (shared,)}, ("ünïcode", "\\ud800"))))
+"""
+
+
+def test_an_inputs_digest_is_the_same_in_every_process() -> None:
+    """A feed file's inputs digest is kept in the tick state and compared by the next tick, in
+    another process: the same values give the same digest whatever the process's string hashing,
+    and whether equal strings are one object (interned, shared) or several."""
+    import subprocess
+    import sys
+
+    from brain.core.project_feed import digest_of
+
+    runs = {subprocess.run([sys.executable, "-c", DIGEST, how], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()
+            for how, seed in (("interned", "1"), ("built", "2"), ("built", "3"))}
+    here = digest_of(("alpha", "projects/alpha.md", 1.5, 10**18, None, True, [("lib/a.py", "lib/a.py", "alpha")],
+                      {"cwd": "/home/u", "files": ("lib/a.py",)}, ("ünïcode", "\ud800")))
+    assert runs == {here}
+    assert digest_of(("alpha", 1.5)) != digest_of(("alpha", 1.50001)) != digest_of(["alpha", 1.5])
+
+
 def test_a_tick_reuses_project_files_it_wrote_and_never_one_edited_since(vault: Path) -> None:
     build_project_vault(vault)
     assert run_tick_json(vault)[0] == 0
