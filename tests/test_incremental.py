@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import marshal
 import os
 import shutil
 import sqlite3
@@ -544,6 +545,55 @@ def test_a_quiet_tick_reads_only_the_memo_rows_of_its_view(tmp_path: Path, monke
 
 def _listing(vault: Path, s: Settings) -> dict[str, tuple[int, int]]:
     return {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, s.feed_dir)}
+
+
+def test_a_quiet_tick_saves_only_its_changes_to_the_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing a full tick saved stays as it is; the quiet ticks after it save what they changed
+    (arcs rewritten, moved) beside it, and base plus overlay are the files as they are, what the
+    next tick compares with. Past its share of the base, the overlay is folded into a new base; a
+    damaged overlay only costs the next tick its shortcut."""
+    import brain.pipeline.tick_state as state_module
+
+    vault = init_vault(tmp_path / "v")
+    _quiet_vault(vault)
+    s = Settings(vault=vault, conscious_cap=4)
+    t0 = require_instant(NOW)
+    assert run_tick(s, t0, no_ai=True, dry_run=False).exit_code == 0
+    base, overlay = vault / ".brain/tick-listing", vault / ".brain/tick-listing-delta"
+    stamp = (base.stat().st_ino, base.stat().st_mtime_ns)
+    assert not overlay.exists()
+    changed: set[str] = set()
+    for hours in (2, 26, 50):
+        report = run_tick(s, t0 + timedelta(hours=hours), no_ai=True, dry_run=False)
+        assert report.exit_code == 0 and report.keeper.quiet, report.as_dict()
+        changed |= {p for p in report.result.written if p.endswith(".md") and not p.startswith("brain-feed/")}
+        changed |= {p for move in report.result.moved for p in move}
+        assert (base.stat().st_ino, base.stat().st_mtime_ns) == stamp
+        tag = json.loads((vault / ".brain/tick-state.json").read_text())["tick_id"]
+        assert state_module.load_listing(vault, tag) == _listing(vault, s)
+    delta = marshal.loads(overlay.read_bytes())[2]
+    assert changed and set(delta) == changed, sorted(set(delta) ^ changed)
+    # Past its share, the overlay becomes a new base.
+    monkeypatch.setattr(state_module, "LISTING_DELTA_MIN", 0)
+    monkeypatch.setattr(state_module, "LISTING_DELTA_SHARE", 0.0)
+    report = run_tick(s, t0 + timedelta(hours=74), no_ai=True, dry_run=False)
+    assert report.exit_code == 0 and report.keeper.quiet and (report.result.written or report.result.moved)
+    assert not overlay.exists() and (base.stat().st_ino, base.stat().st_mtime_ns) != stamp
+    tag = json.loads((vault / ".brain/tick-state.json").read_text())["tick_id"]
+    assert state_module.load_listing(vault, tag) == _listing(vault, s)
+    # A damaged overlay: no shortcut, the same files.
+    monkeypatch.undo()
+    run_tick(s, t0 + timedelta(hours=98), no_ai=True, dry_run=False)
+    assert overlay.exists()
+    overlay.write_bytes(b"\x00damaged")
+    later = t0 + timedelta(hours=122)
+    copy = tmp_path / "copy"
+    shutil.copytree(vault, copy, symlinks=True)
+    (copy / ".brain/tick-state.json").unlink()
+    damaged = run_tick(s, later, no_ai=True, dry_run=False)
+    full = run_tick(Settings(vault=copy, conscious_cap=4), later, no_ai=True, dry_run=False)
+    assert damaged.exit_code == full.exit_code == 0 and not damaged.keeper.quiet
+    assert _files(vault) == _files(copy)
 
 
 def test_the_memo_rows_a_quiet_tick_adds_are_every_row_that_says_something_new(

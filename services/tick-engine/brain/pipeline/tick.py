@@ -28,7 +28,6 @@ import contextlib
 import dataclasses
 import gc
 import json
-import marshal
 import os
 import time
 from collections import Counter
@@ -85,7 +84,6 @@ from brain.pipeline.reports import (
     VerifyReport,
 )
 from brain.pipeline.tick_state import (
-    LISTING_FILE,
     STATE_FILE,
     Listing,
     MemoRows,
@@ -96,12 +94,13 @@ from brain.pipeline.tick_state import (
     feed_before,
     fingerprint,
     listed_files,
-    listing_after,
+    listing_changes,
     listing_tag,
     load_listing,
     load_memo,
     load_state,
     same_standing,
+    save_listing,
     save_memo,
     view_notes,
 )
@@ -411,7 +410,7 @@ def _run(tick: _Tick) -> None:
                     listed_key if final is kplan.decisions else dashboards_key(final),
                     {name: [inputs, writer.sha1_bytes(final_plan.feed_files[name].encode("utf-8"))]
                      for name, inputs in final_plan.feed_inputs.items()},
-                    view=view)
+                    view=view, same=same)
 
 
 def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan,
@@ -725,14 +724,14 @@ def _decide_quiet(tick: _Tick, snapshot: Snapshot, memo: MemoRows) -> QuietDecid
 
 def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
                 dashboards: str | None, feed_inputs: Mapping[str, list[str]], *,
-                view: Iterable[Note] | None = None) -> None:
+                view: Iterable[Note] | None = None, same: bool = False) -> None:
     """Remember this verified outcome so an unchanged vault can skip the work next time.
 
     ``feed_inputs``: feed name -> its inputs digest and the hash of the text written
     (:func:`feed_before`); ``view``: the notes a quiet tick on these very files needs
-    (:func:`view_notes`)."""
+    (:func:`view_notes`); ``same``: ``listing`` holds the files the last tick left (:func:`save_listing`)."""
     try:
-        _write_state(tick, listing, snapshot, decisions, dashboards, feed_inputs, view)
+        _write_state(tick, listing, snapshot, decisions, dashboards, feed_inputs, view, same)
     except OSError as exc:  # a folder or a read-only file where the state goes: the next tick does it all
         named = exc.filename2 or exc.filename  # a rename's target, not the temp file it came from
         where = os.path.relpath(named, tick.vault) if isinstance(named, str) else STATE_FILE
@@ -741,14 +740,19 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
 
 
 def _write_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
-                 dashboards: str | None, feed_inputs: Mapping[str, list[str]], view: Iterable[Note] | None) -> None:
+                 dashboards: str | None, feed_inputs: Mapping[str, list[str]], view: Iterable[Note] | None,
+                 same: bool) -> None:
     report, vault = tick.report, tick.vault
     path = vault / STATE_FILE
     if report.exit_code != 0 or report.result.conflicts or report.amygdala_failed or report.ai_applied:
         path.unlink(missing_ok=True)
         drop_view(vault)
         return
-    after = listing_after(listing, snapshot, report.result)
+    if view is None:
+        drop_view(vault)
+    else:
+        save_view(vault, report.tick_id, view)
+    files = save_listing(vault, report.tick_id, listing, listing_changes(listing, snapshot, report.result), same=same)
     key = tick.candidates_key or arcs_key(snapshot)
     state = {
         "tick_id": report.tick_id,
@@ -764,13 +768,8 @@ def _write_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: K
         "index": tick.index_stat,
         "cache": cache_stamp(vault),
         "feed_inputs": feed_inputs,
-        "files": len(after),  # whether the next tick lists beside its loading (:data:`LIST_BESIDE_FILES`)
+        "files": files,  # whether the next tick lists beside its loading (:data:`LIST_BESIDE_FILES`)
     }
-    if view is None:
-        drop_view(vault)
-    else:
-        save_view(vault, report.tick_id, view)
-    atomic_write(vault / LISTING_FILE, marshal.dumps((report.tick_id, after)), durable=False)
     atomic_write(path, json.dumps(state).encode(), durable=False)
 
 

@@ -49,6 +49,17 @@ MEMO_DELTA_FILE = ".brain/heat-memo-delta"
 LISTING_FILE = ".brain/tick-listing"
 
 
+#: What the quiet ticks since :data:`LISTING_FILE` was written whole changed in it: the base's tag,
+#: this listing's tag, and path -> (size, mtime), or None for a file gone. A tick that wrote 20 files
+#: of 50 000 saves 20 entries; the base is written again when the overlay would hold more than this
+#: share of its entries (or :data:`LISTING_DELTA_MIN`).
+LISTING_DELTA_FILE = LISTING_FILE + "-delta"
+LISTING_DELTA_SHARE, LISTING_DELTA_MIN = 0.25, 64
+#: The base listing this process loaded (:func:`load_listing`): its vault, tag, size and mtime,
+#: how many entries it holds, and the overlay read on top of it.
+_LISTING_BASE: dict[str, Any] = {"vault": None, "tag": None, "stat": None, "count": 0, "delta": {}}
+
+
 Listing = dict[str, tuple[int, int]]  # vault-relative path -> (size, mtime_ns)
 
 
@@ -298,12 +309,65 @@ def listing_tag(s: Settings, state: Mapping[str, Any]) -> str | None:
 
 def load_listing(vault: Path, tag: str) -> Listing | None:
     """The files the last tick left (path -> size, mtime): :data:`LISTING_FILE` when it carries
-    ``tag`` (:func:`listing_tag`); None when missing, damaged or another tick's. Equal to this
-    tick's listing: the vault holds the very files the last tick left."""
-    saved = load_marshal(vault / LISTING_FILE)
-    if isinstance(saved, tuple) and len(saved) == 2 and saved[0] == tag and isinstance(saved[1], dict):
-        return cast(Listing, saved[1])
-    return None
+    ``tag`` (:func:`listing_tag`), else with :data:`LISTING_DELTA_FILE` on top when that carries it;
+    None when missing, damaged or another tick's. Equal to this tick's listing: the vault holds the
+    very files the last tick left. A wrong entry only costs the shortcut: the listing child compares
+    it with the files themselves (:func:`brain.io.vault.listing_beside`)."""
+    _LISTING_BASE.update(vault=None, tag=None, stat=None, count=0, delta={})
+    path = vault / LISTING_FILE
+    saved = load_marshal(path)
+    if not (isinstance(saved, tuple) and len(saved) == 2 and isinstance(saved[0], str) and isinstance(saved[1], dict)):
+        return None
+    base_tag, listing = saved
+    delta: dict[str, Any] = {}
+    if base_tag != tag:
+        overlay = load_marshal(vault / LISTING_DELTA_FILE)
+        if not (isinstance(overlay, tuple) and len(overlay) == 3 and overlay[0] == base_tag and overlay[1] == tag
+                and isinstance(overlay[2], dict)):
+            return None
+        delta = overlay[2]
+        count = len(listing)
+        for rel, entry in delta.items():
+            if entry is None:
+                listing.pop(rel, None)
+            else:
+                listing[rel] = entry
+        _LISTING_BASE.update(count=count)
+    else:
+        _LISTING_BASE.update(count=len(listing))
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        _LISTING_BASE.update(vault=vault, tag=base_tag, stat=(st.st_size, st.st_mtime_ns), delta=delta)
+    return cast(Listing, listing)
+
+
+def save_listing(vault: Path, tag: str, listing: Listing, changes: Mapping[str, tuple[int, int] | None], *,
+                 same: bool) -> int:
+    """Save the listing the next tick compares with: ``listing`` (this tick's, as it began) with this
+    tick's ``changes`` (:func:`listing_changes`); returns how many files it holds. ``same``: that
+    listing is the one :func:`load_listing` gave in this process (the files the last tick left):
+    then only the changes since the base go to the overlay, while they are few."""
+    base = _LISTING_BASE
+    with contextlib.suppress(OSError):
+        on_disk = os.stat(vault / LISTING_FILE)
+        if same and base["vault"] == vault and base["stat"] == (on_disk.st_size, on_disk.st_mtime_ns):
+            delta = {**base["delta"], **changes}
+            if len(delta) <= max(LISTING_DELTA_MIN, int(base["count"] * LISTING_DELTA_SHARE)):
+                atomic_write(vault / LISTING_DELTA_FILE, marshal.dumps((base["tag"], tag, delta)), durable=False)
+                base["delta"] = delta
+                return len(listing) + sum(1 for rel, entry in changes.items() if entry is not None and rel not in listing) \
+                    - sum(1 for rel, entry in changes.items() if entry is None and rel in listing)
+    after = dict(listing)
+    for rel, entry in changes.items():
+        if entry is None:
+            after.pop(rel, None)
+        else:
+            after[rel] = entry
+    atomic_write(vault / LISTING_FILE, marshal.dumps((tag, after)), durable=False)
+    with contextlib.suppress(OSError):
+        (vault / LISTING_DELTA_FILE).unlink(missing_ok=True)
+    _LISTING_BASE.update(vault=None, tag=None, stat=None, count=0, delta={})
+    return len(after)
 
 
 def listed_files(state: Mapping[str, Any]) -> int | None:
@@ -414,25 +478,27 @@ def view_notes(snapshot: Snapshot, decisions: KeeperDecisions, feed_reads: froze
             or any(m.type in _VIEW_MARKERS for m in note.markers)]
 
 
-def listing_after(listing: Listing, snapshot: Snapshot, result: writer.ApplyResult) -> Listing:
-    """The listing as the next tick will see it: this tick's own changes folded in, stat'ed once."""
-    after = dict(listing)
+def listing_changes(listing: Listing, snapshot: Snapshot, result: writer.ApplyResult,
+                    ) -> dict[str, tuple[int, int] | None]:
+    """This tick's own changes to ``listing`` as the next tick will see them, stat'ed once: path ->
+    (size, mtime), or None for a file it moved away or deleted."""
+    changes: dict[str, tuple[int, int] | None] = {}
     for src, _dst in result.moved:
-        after.pop(src, None)
+        changes[src] = None
     for path in result.deleted:
-        after.pop(path, None)
-    for path in {*result.written, *(dst for _, dst in result.moved)}:
+        changes[path] = None
+    for path in sorted({*result.written, *(dst for _, dst in result.moved)}):
         note = snapshot.notes.get(path)
         if note is not None and note.mtime_ns:
-            after[path] = (note.size, note.mtime_ns)
+            changes[path] = (note.size, note.mtime_ns)
         elif path in snapshot.notes or path in listing:
             try:
                 st = os.stat(snapshot.vault / path)
             except OSError:
-                after.pop(path, None)
+                changes[path] = None
                 continue
-            after[path] = (st.st_size, st.st_mtime_ns)
-    return after
+            changes[path] = (st.st_size, st.st_mtime_ns)
+    return changes
 
 
 def same_standing(old: Note | None, new: Note | None) -> bool:
