@@ -326,19 +326,22 @@ def load_listing(vault: Path, tag: str) -> Listing | None:
                 and isinstance(overlay[2], dict)):
             return None
         delta = overlay[2]
-        count = len(listing)
-        for rel, entry in delta.items():
-            if entry is None:
-                listing.pop(rel, None)
-            else:
-                listing[rel] = entry
-        _LISTING_BASE.update(count=count)
-    else:
-        _LISTING_BASE.update(count=len(listing))
+    _LISTING_BASE.update(count=len(listing))
+    _folded(listing, delta)
     with contextlib.suppress(OSError):
         st = os.stat(path)
         _LISTING_BASE.update(vault=vault, tag=base_tag, stat=(st.st_size, st.st_mtime_ns), delta=delta)
     return cast(Listing, listing)
+
+
+def _folded(listing: dict[str, Any], changes: Mapping[str, tuple[int, int] | None]) -> dict[str, Any]:
+    """``listing`` (changed in place) with ``changes``: each entry set, or dropped for None."""
+    for rel, entry in changes.items():
+        if entry is None:
+            listing.pop(rel, None)
+        else:
+            listing[rel] = entry
+    return listing
 
 
 def save_listing(vault: Path, tag: str, listing: Listing, changes: Mapping[str, tuple[int, int] | None], *,
@@ -357,12 +360,7 @@ def save_listing(vault: Path, tag: str, listing: Listing, changes: Mapping[str, 
                 base["delta"] = delta
                 return len(listing) + sum(1 for rel, entry in changes.items() if entry is not None and rel not in listing) \
                     - sum(1 for rel, entry in changes.items() if entry is None and rel in listing)
-    after = dict(listing)
-    for rel, entry in changes.items():
-        if entry is None:
-            after.pop(rel, None)
-        else:
-            after[rel] = entry
+    after = _folded(dict(listing), changes)
     atomic_write(vault / LISTING_FILE, marshal.dumps((tag, after)), durable=False)
     with contextlib.suppress(OSError):
         (vault / LISTING_DELTA_FILE).unlink(missing_ok=True)
