@@ -259,7 +259,7 @@ def _load_cache(vault: Path) -> tuple[dict[str, tuple[Any, ...]], int, dict[str,
     later = _overlaid(vault, rows, written)
     if later is not None:
         _BASE["overlay"] = frozenset(later[0]) | frozenset(later[1])
-        return rows, written, dict.fromkeys(later[0], _settled_before(later[2], vault / OVERLAY_FILE))
+        return rows, written, dict.fromkeys(later[0], _settled_before(later[2], _stat_pair(vault / OVERLAY_FILE)))
     return rows, written, {}
 
 
@@ -281,9 +281,10 @@ def _matches(row: Any, st: Any) -> bool:
             and row[_MTIME_AT] == st.st_mtime_ns)
 
 
-def _settled_before(written: int, path: Path) -> int:
-    """The mtime below which a file's size and mtime vouch for the bytes a row of the state file
-    at ``path``, written at ``written`` (this machine's clock), holds for it.
+def _settled_before(written: int, stat: tuple[int, int] | None) -> int:
+    """The mtime below which a file's size and mtime vouch for the bytes a row of a state file holds
+    for it: the state file written at ``written`` (this machine's clock), ``stat`` its size and mtime
+    now (:func:`_stat_pair`; None: unknown).
 
     Like git's index, the reference is the state file's own mtime, stamped by the clock that
     stamps the notes (a network file system's server, not this machine), or ``written`` if
@@ -292,10 +293,9 @@ def _settled_before(written: int, path: Path) -> int:
     A note a tick wrote just before saving the state is confirmed by its hash at the next tick;
     the notes it wrote earlier in its run are not, as git trusts what it staged before the index
     was written."""
-    try:
-        stamped = os.stat(path).st_mtime_ns
-    except OSError:
+    if stat is None:
         return written - RACY_SECONDS * _SECOND_NS
+    stamped = stat[1]
     margin = RACY_SECONDS * _SECOND_NS if stamped % _SECOND_NS == 0 else RACY_FINE_NS
     return min(written, stamped) - margin
 
@@ -320,8 +320,8 @@ def _view_file(vault: Path) -> tuple[str, list[tuple[tuple[Any, ...], int]]] | N
             and isinstance(raw[2], int) and isinstance(raw[3], tuple)
             and all(isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) for row in raw[3])):
         return None
-    key, base = raw[1], raw[3]
-    settled = _settled_before(raw[2], vault / VIEW_FILE)
+    key, base, stat = raw[1], raw[3], _stat_pair(vault / VIEW_FILE)
+    settled = _settled_before(raw[2], stat)
     by_path = {row[_PATH_AT]: row for row in base}
     rows = [(row, settled) for row in base]
     delta = load_marshal(vault / VIEW_DELTA_FILE)
@@ -329,7 +329,7 @@ def _view_file(vault: Path) -> tuple[str, list[tuple[tuple[Any, ...], int]]] | N
             and isinstance(delta[2], str) and isinstance(delta[3], int) and isinstance(delta[4], tuple)
             and isinstance(delta[5], dict)
             and all(isinstance(row, tuple) and len(row) == len(_NOTE_NAMES) for row in delta[5].values())):
-        changed, later = delta[5], _settled_before(delta[3], vault / VIEW_DELTA_FILE)
+        changed, later = delta[5], _settled_before(delta[3], _stat_pair(vault / VIEW_DELTA_FILE))
         rows = []
         for path in delta[4]:
             row = changed.get(path)
@@ -337,7 +337,7 @@ def _view_file(vault: Path) -> tuple[str, list[tuple[tuple[Any, ...], int]]] | N
                 return None
             rows.append((row, later) if row is not None else (by_path[path], settled))
         key = delta[2]
-    _VIEW_BASE.update(vault=vault, key=raw[1], rows=by_path, stat=_stat_pair(vault / VIEW_FILE))
+    _VIEW_BASE.update(vault=vault, key=raw[1], rows=by_path, stat=stat)
     return key, rows
 
 
@@ -724,7 +724,7 @@ def scan(
     cache, cache_written, later = _load_cache(vault)
     # Files a quiet tick rewrote after the cache was saved: their rows are in the view.
     view = _view_rows(vault) if cache_written else {}
-    racy_from = _settled_before(cache_written, vault / CACHE_FILE)
+    racy_from = _settled_before(cache_written, _stat_pair(vault / CACHE_FILE))
     found: list[tuple[str, Note | None]] = []  # in listing order; None: parsed below
     todo: list[tuple[str, Any]] = []
     raw: dict[str, bytes] = {}

@@ -57,7 +57,8 @@ LISTING_DELTA_FILE = LISTING_FILE + "-delta"
 LISTING_DELTA_SHARE, LISTING_DELTA_MIN = 0.25, 64
 #: The base listing this process loaded (:func:`load_listing`): its vault, tag, size and mtime,
 #: how many entries it holds, and the overlay read on top of it.
-_LISTING_BASE: dict[str, Any] = {"vault": None, "tag": None, "stat": None, "count": 0, "delta": {}}
+_NO_LISTING_BASE: dict[str, Any] = {"vault": None, "tag": None, "stat": None, "count": 0, "delta": {}}
+_LISTING_BASE: dict[str, Any] = dict(_NO_LISTING_BASE)
 
 
 Listing = dict[str, tuple[int, int]]  # vault-relative path -> (size, mtime_ns)
@@ -313,7 +314,7 @@ def load_listing(vault: Path, tag: str) -> Listing | None:
     None when missing, damaged or another tick's. Equal to this tick's listing: the vault holds the
     very files the last tick left. A wrong entry only costs the shortcut: the listing child compares
     it with the files themselves (:func:`brain.io.vault.listing_beside`)."""
-    _LISTING_BASE.update(vault=None, tag=None, stat=None, count=0, delta={})
+    _LISTING_BASE.update(_NO_LISTING_BASE)
     path = vault / LISTING_FILE
     saved = load_marshal(path)
     if not (isinstance(saved, tuple) and len(saved) == 2 and isinstance(saved[0], str) and isinstance(saved[1], dict)):
@@ -364,7 +365,7 @@ def save_listing(vault: Path, tag: str, listing: Listing, changes: Mapping[str, 
     atomic_write(vault / LISTING_FILE, marshal.dumps((tag, after)), durable=False)
     with contextlib.suppress(OSError):
         (vault / LISTING_DELTA_FILE).unlink(missing_ok=True)
-    _LISTING_BASE.update(vault=None, tag=None, stat=None, count=0, delta={})
+    _LISTING_BASE.update(_NO_LISTING_BASE)
     return len(after)
 
 
