@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from brain.core.model import Note
 from brain.core.timeutil import iso, require_instant
-from brain.io.vault import listing_of, load_view, scan
+from brain.io.vault import frame_spans, listing_of, load_view, scan
 from brain.pipeline.tick import run_tick
 from brain.pipeline.tick_state import load_memo, write_memo_base
 from brain.search.index import rebuild
@@ -541,6 +541,33 @@ def test_a_quiet_tick_reads_only_the_memo_rows_of_its_view(tmp_path: Path, monke
     full = run_tick(s, t0 + timedelta(hours=52), no_ai=True, dry_run=False)
     assert full.exit_code == 0 and not full.keeper.quiet
     assert loads == [1]
+
+
+def test_a_heat_memo_damaged_past_its_view_rows_costs_only_recomputing(tmp_path: Path) -> None:
+    """The memo's rows outside the view are decoded when first asked for: damaged there (its
+    frames' lengths intact, their bytes not), the tick that reads them recomputes those arcs'
+    heat and writes what a tick without any memo writes."""
+    vault = init_vault(tmp_path / "v")
+    _quiet_vault(vault)
+    t0 = require_instant(NOW)
+    assert run_tick(Settings(vault=vault, conscious_cap=4), t0, no_ai=True, dry_run=False).exit_code == 0
+    memo = vault / ".brain/heat-memo"
+    data = bytearray(memo.read_bytes())
+    spans = frame_spans(memoryview(bytes(data)))
+    assert spans is not None and len(spans) == 3 and spans[2][1] - spans[2][0] > 16
+    data[spans[2][0]:spans[2][1]] = b"\xff" * (spans[2][1] - spans[2][0])
+    memo.write_bytes(bytes(data))
+    bare = tmp_path / "bare"
+    shutil.copytree(vault, bare, symlinks=True)
+    (bare / ".brain/heat-memo").unlink()
+    for root in (vault, bare):
+        (root / ".brain/tick-state.json").unlink()  # the full tick: every arc asks the memo
+    later = t0 + timedelta(hours=30)
+    damaged = run_tick(Settings(vault=vault, conscious_cap=4), later, no_ai=True, dry_run=False)
+    without = run_tick(Settings(vault=bare, conscious_cap=4), later, no_ai=True, dry_run=False)
+    assert damaged.exit_code == without.exit_code == 0, damaged.as_dict()
+    assert 0 < damaged.keeper.remembered < load_memo(vault, Settings(vault=vault, conscious_cap=4)).size()
+    assert _files(vault) == _files(bare)
 
 
 def _listing(vault: Path, s: Settings) -> dict[str, tuple[int, int]]:
