@@ -158,6 +158,8 @@ class _Tick:
     index_stat: list[int] | None = None  # the index file after this tick's refresh (for the state)
     #: Arcs the keeper rewrote in place touching only heat and status: path -> sha1 before, after.
     retagged: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Arcs the keeper moved, rewriting at most their heat and status: new path -> old path, sha1 before, after.
+    retagged_moves: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     #: What the files a quiet tick took up since the last tick add to the whole vault's stats.
     counted: dict[str, int] = field(default_factory=dict)
     #: Feed files the last tick wrote and that are still its bytes: name -> (inputs, text).
@@ -506,7 +508,7 @@ def _refresh_index(tick: _Tick, snapshot: Snapshot) -> None:
             changed = tick.report.notes_changed()
             refresh(tick.vault, snapshot.notes.values(), changed.changed, changed.removed,
                     max_bytes=tick.s.max_note_bytes, raw=snapshot.raw, partial=tick.partial,
-                    retagged=tick.retagged)
+                    retagged=tick.retagged, moved=tick.retagged_moves)
         else:
             sync(tick.vault, snapshot.notes.values(), max_bytes=tick.s.max_note_bytes, raw=snapshot.raw)
     except (OSError, sqlite3.Error, SearchIndexError) as exc:
@@ -583,6 +585,10 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     written = set(result.written)
     tick.retagged.update((d.path, (d.note.sha1, kplan.predicted[d.path].sha1)) for d in decisions.changed()
                          if d.path == d.note.path and d.path in kplan.predicted and d.path in written)
+    moved = set(result.moved)
+    tick.retagged_moves.update((d.path, (d.note.path, d.note.sha1, kplan.predicted[d.path].sha1))
+                               for d in decisions.changed()
+                               if (d.note.path, d.path) in moved and d.path in kplan.predicted)
     kplan.plan.operations.clear()  # carried out and folded in: its bytes are not needed any more
     return kplan, folded
 

@@ -482,6 +482,7 @@ def refresh(
     vault: Path, notes: Iterable[Note], changed: Iterable[str], removed: Iterable[str], *,
     max_bytes: int = DEFAULT_MAX_BYTES, raw: Mapping[str, bytes] | None = None, partial: bool = False,
     retagged: Mapping[str, tuple[str, str]] | None = None,
+    moved: Mapping[str, tuple[str, str, str]] | None = None,
 ) -> IndexStats:
     """Re-index the ``changed`` files (read from disk now) and drop the ``removed`` ones.
 
@@ -494,7 +495,9 @@ def refresh(
     ``retagged``: changed files whose edit touched only the arc's ``heat`` and ``status`` lines
     (path -> the sha1 before and after the keeper's edit): while the index holds the version
     before and the file is the version after, its rows get the new heat and status in place, and
-    nothing is read or re-tokenised.
+    nothing is read or re-tokenised. ``moved``: the same for files the keeper moved, edited so or
+    not at all (new path -> old path, sha1 before and after): while the index holds the version
+    before at the old path and nothing at the new one, the rows move to the new path.
     """
     note_list = notes if isinstance(notes, list) else list(notes)
     started = time.perf_counter()
@@ -506,18 +509,23 @@ def refresh(
             conn.execute("BEGIN IMMEDIATE")
             try:
                 known = _known(conn, changed_set | removed_set)
-                docs: list[tuple[int, str, str]] = []
-                files: list[tuple[str, str]] = []
-                for rel, (before, after) in sorted((retagged or {}).items()):
+                docs: list[tuple[str, int, str, str]] = []
+                files: list[tuple[str, str, str]] = []
+                retags = [(rel, rel, before, after) for rel, (before, after) in (retagged or {}).items()]
+                retags += [(rel, src, before, after) for rel, (src, before, after) in (moved or {}).items()]
+                for rel, src, before, after in sorted(retags):
                     note = by_path.get(rel)
-                    if rel in changed_set and known.get(rel) == before and note is not None and note.sha1 == after \
-                            and note.parsed \
-                            and note.arc is not None and not note.arc.is_tombstone and indexed(rel):
-                        docs.append((note.arc.heat or 0, note.arc.status, rel))
-                        files.append((note.sha1, rel))
-                        changed_set.discard(rel)
-                conn.executemany("UPDATE docs SET heat = ?, status = ? WHERE path = ?", docs)
-                conn.executemany("UPDATE files SET sha1 = ? WHERE path = ?", files)
+                    if rel not in changed_set or known.get(src) != before or note is None or note.sha1 != after \
+                            or not note.parsed or note.arc is None or note.arc.is_tombstone or not indexed(rel):
+                        continue
+                    if src != rel and rel in known:
+                        continue  # rows at the new path already: read it as any change
+                    docs.append((rel, note.arc.heat or 0, note.arc.status, src))
+                    files.append((rel, note.sha1, src))
+                    changed_set.discard(rel)
+                    removed_set.discard(src)
+                conn.executemany("UPDATE docs SET path = ?, heat = ?, status = ? WHERE path = ?", docs)
+                conn.executemany("UPDATE files SET path = ?, sha1 = ? WHERE path = ?", files)
                 gone = [rel for rel in removed_set if rel in known]
                 _forget(conn, gone)
                 stats.files_removed += len(gone)
