@@ -120,8 +120,8 @@ def test_a_project_file_is_rendered_again_only_when_what_it_reads_changed() -> N
 def test_the_project_index_is_built_again_only_when_what_it_reads_changed() -> None:
     """``projects/index.json`` says when it was generated, so it is written every tick; built from
     the same inputs, the text an earlier build wrote is taken with the new time, not built again.
-    What it reads of a project's first arcs (their files, cwd, branch) and of every later arc (its
-    cwd, last activity, branch) builds it again."""
+    What it reads of a project's first arcs (their files, cwd, branch) and of each recorded cwd's
+    latest arcs (their project, last activity, branch) builds it again."""
     index = "projects/index.json"
     many = SHOWN_ARCS + 2
 
@@ -152,6 +152,33 @@ def test_the_project_index_is_built_again_only_when_what_it_reads_changed() -> N
     # Taken or built, the same index.
     assert json.loads(built(notes, later, {})[0]) == {k: v for k, v in json.loads(again).items() if k != "kept"}
 
+
+
+def test_the_project_index_a_quiet_tick_builds_is_the_one_the_full_tick_built() -> None:
+    """A quiet tick reads each project's first arcs and newest, and each recorded cwd's latest
+    arcs (:func:`brain.core.project_feed.shown_arcs`): from those alone the index's inputs digest
+    is the one the full build had, so the first quiet tick after a full one takes the index as
+    it was. A later arc that becomes its cwd's latest builds it again."""
+    index = "projects/index.json"
+    many = SHOWN_ARCS + 4
+
+    def notes_with(late: str) -> list[Note]:
+        return [arc_note(f"2026-11-20-arc-{i:02d}-0123456789{i:02d}", files=["lib/a.py"] if i == 0 else [],
+                         cwd="/srv/old" if i == many - 1 else "/home/u/src/alpha", branch="main" if i % 2 else None,
+                         last_active=late if i == many - 2 else f"2026-11-21T{10 - i // 10:02d}:{59 - i % 60:02d}:00Z")
+                for i in range(many)] + [arc_note("2026-11-20-two-0123456789e2", project="beta", cwd="/srv/old")]
+
+    def key(notes: list[Note]) -> tuple[str | None, frozenset[str]]:
+        made = build(notes)
+        return next(f for f in made.files if f.name == index).stamped_inputs, made.reads
+
+    notes = notes_with("2026-11-19T08:00:00Z")
+    full, reads = key(notes)
+    read = [note for note in notes if note.arc is not None and note.arc.cluster_id in reads]
+    assert len(read) < len(notes)  # the quiet tick leaves arcs out
+    assert key(read)[0] == full
+    # The arc the quiet tick left out is now its cwd's latest (a later session there): built again.
+    assert key(notes_with("2026-11-21T11:30:00Z"))[0] != full
 
 DIGEST = """
 import sys

@@ -912,20 +912,17 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
     """``projects/index.json``: project -> file and newest activity, recorded cwd -> project,
     the recorded cwds that are folders of projects, folders a project's sessions worked in from
     beside them -> project, and when it was built."""
-    roots: dict[str, tuple[datetime, str]] = {}
-    on_branch: dict[str, tuple[datetime, bool]] = {}  # cwd -> its latest arcs' time, whether one was on a branch
-    for project, arcs in by_project.items():
-        for pa in arcs:
-            if pa.arc.cwd:
-                cwd = redact_recurring(pa.arc.cwd).replace("\\", "/").rstrip("/") or "/"
-                if cwd not in roots or roots[cwd] < (pa.last_active, project):  # a tie: one answer, any order
-                    roots[cwd] = (pa.last_active, project)
-                # the latest arcs only, those a quiet tick reads too (:func:`shown_arcs`)
-                known = on_branch.get(cwd)
-                if known is None or known[0] < pa.last_active:
-                    on_branch[cwd] = (pa.last_active, bool(pa.arc.branch))
-                elif known[0] == pa.last_active and pa.arc.branch:
-                    on_branch[cwd] = (known[0], True)
+    roots: dict[str, tuple[float, str]] = {}
+    on_branch: dict[str, tuple[float, bool]] = {}  # cwd -> its latest arcs' time, whether one was on a branch
+    for raw, (at, project, branch) in cwd_latest(by_project).items():
+        cwd = redact_recurring(raw).replace("\\", "/").rstrip("/") or "/"
+        if cwd not in roots or roots[cwd] < (at, project):  # two cwds one once redacted: the latest's
+            roots[cwd] = (at, project)
+        known = on_branch.get(cwd)
+        if known is None or known[0] < at:
+            on_branch[cwd] = (at, branch)
+        elif known[0] == at and branch:
+            on_branch[cwd] = (at, True)
     branched = {cwd for cwd, (_, branch) in on_branch.items() if branch}
     data = {
         "version": INDEX_VERSION,
@@ -1035,13 +1032,32 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
     return files
 
 
+def cwd_latest(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, tuple[float, str, bool]]:
+    """Each recorded cwd (as written) -> its latest arcs' last activity (POSIX seconds), the
+    project :func:`index_file` names for it (of those arcs, the greatest name: one answer in any
+    order), and whether one of them was on a git branch. The latest arcs only: those a quiet tick
+    reads too (:func:`shown_arcs`)."""
+    latest: dict[str, tuple[float, str, bool]] = {}
+    for project, arcs in by_project.items():
+        for pa in arcs:
+            if pa.arc.cwd:
+                at, known = pa.last_active.timestamp(), latest.get(pa.arc.cwd)
+                if known is None or known[0] < at:
+                    latest[pa.arc.cwd] = (at, project, bool(pa.arc.branch))
+                elif known[0] == at:
+                    latest[pa.arc.cwd] = (at, max(known[1], project), known[2] or bool(pa.arc.branch))
+    return latest
+
+
 def index_inputs_key(by_project: Mapping[str, list[ProjectArc]], made: Sequence[FeedFile], s: Settings) -> str:
     """The digest of everything :func:`index_file` reads but the time: each project's file name
     and inputs digest (``made``, in project order: they cover its first :data:`SHOWN_ARCS` arcs
-    whole), and of its other arcs the cwd, last activity and whether a branch was recorded."""
-    rest = [[(pa.arc.cwd, pa.last_active.timestamp(), bool(pa.arc.branch)) for pa in by_project[project][SHOWN_ARCS:]]
-            for project in sorted(by_project)]
-    return digest_of((_rendering_code(), INDEX_VERSION, s.feed_ttl_seconds, [(f.name, f.inputs) for f in made], rest))
+    whole) and newest activity, and each recorded cwd's latest arcs (:func:`cwd_latest`). The
+    arcs a quiet tick does not read change none of these: the index it builds is the one the full
+    tick before it built, and is taken as it is."""
+    newest = [max(pa.last_active for pa in by_project[project]).timestamp() for project in sorted(by_project)]
+    return digest_of((_rendering_code(), INDEX_VERSION, s.feed_ttl_seconds, [(f.name, f.inputs) for f in made],
+                      newest, sorted(cwd_latest(by_project).items())))
 
 
 def _regenerated(text: str, now: datetime, s: Settings, date: str) -> FeedFile | None:
