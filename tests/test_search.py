@@ -358,29 +358,39 @@ def test_a_heat_and_status_edit_is_retagged_in_place_not_read_again(small: Path)
     assert index.search(small, "exponential backoff", kind="lesson")
 
 
+MOVED_FROM = "clusters/2026-11-20/2026-11-20-webhooks-aaaaaaaaaaaa.md"
+MOVED_TO = "frontal-lobe/conscious/2026-11-20-webhooks-aaaaaaaaaaaa.md"
+
+
+def _promoted(vault: Path, heat: str | None) -> tuple[str, str]:
+    """The index built, then an arc moved as the keeper promotes it (its heat line rewritten to
+    ``heat``, or left as it is): the sha1 of its note before and after."""
+    build(vault)
+    before = {n.path: n for n in notes(vault)}[MOVED_FROM]
+    (vault / MOVED_TO).parent.mkdir(parents=True, exist_ok=True)
+    (vault / MOVED_FROM).rename(vault / MOVED_TO)
+    if heat is not None:
+        path = vault / MOVED_TO
+        path.write_text(path.read_text().replace("heat: 0", f"heat: {heat}"))
+    return before.sha1, {n.path: n for n in notes(vault)}[MOVED_TO].sha1
+
+
 def test_an_arc_the_keeper_moved_keeps_its_rows_at_its_new_path_not_read_again(small: Path) -> None:
     """An arc moved with only its heat and status rewritten takes its rows to the new path (the
     old path holds none); a moved arc edited otherwise since is read and indexed as it is."""
-    build(small)
-    rel = "clusters/2026-11-20/2026-11-20-webhooks-aaaaaaaaaaaa.md"
-    dst = "frontal-lobe/conscious/2026-11-20-webhooks-aaaaaaaaaaaa.md"
-    before = {n.path: n for n in notes(small)}[rel]
-    (small / dst).parent.mkdir(parents=True, exist_ok=True)
-    (small / rel).rename(small / dst)
-    path = small / dst
-    path.write_text(path.read_text().replace("heat: 0", "heat: 8"))
-    after = {n.path: n for n in notes(small)}[dst]
-    stats = index.refresh(small, notes(small), [dst], [rel], moved={dst: (rel, before.sha1, after.sha1)})
+    rel, dst, path = MOVED_FROM, MOVED_TO, small / MOVED_TO
+    before, after = _promoted(small, "8")
+    stats = index.refresh(small, notes(small), [dst], [rel], moved={dst: (rel, before, after)})
     assert stats.files_read == 0 and stats.files_removed == 0
     with sqlite3.connect(small / ".brain" / "search.sqlite") as conn:
         assert conn.execute("SELECT count(*) FROM docs WHERE path = ?", (rel,)).fetchone() == (0,)
         assert set(conn.execute("SELECT heat FROM docs WHERE path = ?", (dst,))) == {(8,)}
-        assert dict(conn.execute("SELECT path, sha1 FROM files WHERE path IN (?, ?)", (rel, dst))) == {dst: after.sha1}
+        assert dict(conn.execute("SELECT path, sha1 FROM files WHERE path IN (?, ?)", (rel, dst))) == {dst: after}
     assert {hit.path for hit in index.search(small, "jitter", kind="lesson")} == {dst}
     # moved back, and edited beyond its heat since: read, not moved in the index
     path.write_text(path.read_text().replace("jitter", "exponential backoff"))
     (small / dst).rename(small / rel)  # the keeper meant to move it back as it was (a pure move)
-    stats = index.refresh(small, notes(small), [rel], [dst], moved={rel: (dst, after.sha1, after.sha1)})
+    stats = index.refresh(small, notes(small), [rel], [dst], moved={rel: (dst, after, after)})
     assert stats.files_read == 1
     assert {hit.path for hit in index.search(small, "exponential backoff", kind="lesson")} == {rel}
 
@@ -389,14 +399,8 @@ def test_a_move_the_index_cannot_follow_in_place_is_read_at_its_new_path(small: 
     """The index holds no rows of the old path's version before (it was not told the old path
     went), or the new path already has rows: the moved file is read and indexed like any change,
     its rows never duplicated or left behind."""
-    build(small)
-    rel = "clusters/2026-11-20/2026-11-20-webhooks-aaaaaaaaaaaa.md"
-    dst = "frontal-lobe/conscious/2026-11-20-webhooks-aaaaaaaaaaaa.md"
-    before = {n.path: n for n in notes(small)}[rel]
-    (small / dst).parent.mkdir(parents=True, exist_ok=True)
-    (small / rel).rename(small / dst)
-    after = {n.path: n for n in notes(small)}[dst]
-    moved = {dst: (rel, before.sha1, after.sha1)}
+    rel, dst = MOVED_FROM, MOVED_TO
+    moved = {dst: (rel, *_promoted(small, None))}
     assert index.refresh(small, notes(small), [dst], [], moved=moved).files_read == 1
     with sqlite3.connect(small / ".brain" / "search.sqlite") as conn:
         rows = conn.execute("SELECT count(*) FROM docs WHERE path = ?", (dst,)).fetchone()[0]
