@@ -11,7 +11,10 @@ same files, the floor no tick can beat) and as a ratio to it, so runs on
 different machines compare. Each tick runs in a fresh child process, so peak RSS is that of
 the measured work. Beside the wall time, each tick's CPU time (its process's, plus its forked
 children's): on a shared machine the wall time of one tick swings by a fifth from run to run,
-its CPU time much less, so a change too small to see in the first shows in the second.
+its CPU time much less, so a change too small to see in the first shows in the second. The floor
+is measured again just before each tick, and the ratio to it printed in brackets: the machine's
+speed drifts over the minutes a run takes, and that ratio compares the tick with the floor of the
+same minute.
 """
 
 from __future__ import annotations
@@ -219,6 +222,14 @@ CHANGED_AT = "2026-11-29T20:00:00Z"
 CLI_TICKS = ("2026-11-29T22:00:00Z", "2026-11-30T00:00:00Z", "2026-11-30T02:00:00Z")
 
 
+def floored_tick(vault: Path, now: str) -> dict:
+    """A tick at ``now``, with the floor measured again just before it on the same files: the
+    ratio to that floor (``floor_now_s``) holds the machine as it was at that minute, where the
+    floor measured on the fresh vault may come from a faster or a slower one."""
+    floor_now = child("floor", vault)["seconds"]
+    return {**child("tick", vault, now), "floor_now_s": floor_now}
+
+
 def touch_one_percent(vault: Path, seed: int = 11) -> int:
     """Append an operator line to 1 % of the arcs (as a day of real edits would)."""
     rng = random.Random(seed)
@@ -243,7 +254,7 @@ def changed_tick(vault: Path, samples: int = 3) -> dict:
             shutil.rmtree(vault)
             shutil.copytree(backup, vault, symlinks=True)
         changed = touch_one_percent(vault)
-        runs.append(child("tick", vault, CHANGED_AT))
+        runs.append(floored_tick(vault, CHANGED_AT))
     shutil.rmtree(backup)
     median = sorted(runs, key=lambda run: run["seconds"])[len(runs) // 2]
     return {"label": f"1 % changed ({changed})", **median, "samples": sorted(run["seconds"] for run in runs)}
@@ -259,7 +270,7 @@ def bench_vault(count: int, work: Path) -> dict:
     floor = child("floor", vault)
     ticks = []
     for label, instants in CADENCE:
-        runs = sorted((child("tick", vault, now) for now in instants), key=lambda run: run["seconds"])
+        runs = sorted((floored_tick(vault, now) for now in instants), key=lambda run: run["seconds"])
         ticks.append({"label": label, **runs[len(runs) // 2], "samples": [run["seconds"] for run in runs]})
     ticks.append(changed_tick(vault))
     wall = cli_wall(vault, CHANGED_AT)
@@ -305,6 +316,8 @@ def main() -> None:
             keeper = tick["keeper"]
             samples = tick.get("samples", [])
             spread = f" (median of {'/'.join(f'{x:.3f}' for x in samples)})" if len(samples) > 1 else ""
+            if tick.get("floor_now_s"):  # the floor measured just before this very run
+                spread += f" [{tick['seconds'] / tick['floor_now_s']:.1f}x the floor then, {tick['floor_now_s']:.3f} s]"
             # the tick's own CPU time, + its children's when it forked
             cpu = f"{tick['cpu_s']:.3f}" + (f"+{tick['children_cpu_s']:.2f}" if tick["children_cpu_s"] else "")
             print(f"{'':>6} {tick['label']:<22} {tick['seconds']:>8.3f} {tick['seconds'] / floor_s:>8.1f}x {cpu:>12} "
