@@ -153,7 +153,6 @@ def test_the_project_index_is_built_again_only_when_what_it_reads_changed() -> N
     assert json.loads(built(notes, later, {})[0]) == {k: v for k, v in json.loads(again).items() if k != "kept"}
 
 
-
 def test_the_project_index_a_quiet_tick_builds_is_the_one_the_full_tick_built() -> None:
     """A quiet tick reads each project's first arcs and newest, and each recorded cwd's latest
     arcs (:func:`brain.core.project_feed.shown_arcs`): from those alone the index's inputs digest
@@ -179,6 +178,7 @@ def test_the_project_index_a_quiet_tick_builds_is_the_one_the_full_tick_built() 
     assert key(read)[0] == full
     # The arc the quiet tick left out is now its cwd's latest (a later session there): built again.
     assert key(notes_with("2026-11-21T11:30:00Z"))[0] != full
+
 
 DIGEST = """
 import sys

@@ -396,9 +396,9 @@ def test_an_arc_the_keeper_moved_keeps_its_rows_at_its_new_path_not_read_again(s
 
 
 def test_a_move_the_index_cannot_follow_in_place_is_read_at_its_new_path(small: Path) -> None:
-    """The index holds no rows of the old path's version before (it was not told the old path
-    went), or the new path already has rows: the moved file is read and indexed like any change,
-    its rows never duplicated or left behind."""
+    """The old path is not among those removed (its rows are not the refresh's to move), or the
+    new path already has rows: the moved file is read and indexed like any change, its rows
+    never duplicated or left behind."""
     rel, dst = MOVED_FROM, MOVED_TO
     moved = {dst: (rel, *_promoted(small, None))}
     assert index.refresh(small, notes(small), [dst], [], moved=moved).files_read == 1
