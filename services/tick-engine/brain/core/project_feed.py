@@ -907,14 +907,14 @@ def worked(arcs: Sequence[ProjectArc]) -> str | None:
     return iso(max(times)) if times else None
 
 
-def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectArc]], now: datetime,
-               s: Settings, date: str) -> FeedFile:
+def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectArc]],
+               latest: Mapping[str, tuple[float, str, bool]], now: datetime, s: Settings, date: str) -> FeedFile:
     """``projects/index.json``: project -> file and newest activity, recorded cwd -> project,
     the recorded cwds that are folders of projects, folders a project's sessions worked in from
-    beside them -> project, and when it was built."""
+    beside them -> project, and when it was built. ``latest``: :func:`cwd_latest` of ``by_project``."""
     roots: dict[str, tuple[float, str]] = {}
     on_branch: dict[str, tuple[float, bool]] = {}  # cwd -> its latest arcs' time, whether one was on a branch
-    for raw, (at, project, branch) in cwd_latest(by_project).items():
+    for raw, (at, project, branch) in latest.items():
         cwd = redact_recurring(raw).replace("\\", "/").rstrip("/") or "/"
         if cwd not in roots or roots[cwd] < (at, project):  # two cwds one once redacted: the latest's
             roots[cwd] = (at, project)
@@ -940,8 +940,12 @@ def index_file(names: Mapping[str, str], by_project: Mapping[str, list[ProjectAr
         "holders": folders_of_projects({cwd: found[1] for cwd, found in roots.items()}, branched),
         "touched": touched_folders(by_project, roots),
     }
-    text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    return FeedFile(INDEX, "Project index", 0, "info", date, s.feed_ttl_seconds, "", raw=text, budgeted=False)
+    return _index_feed(data, s, date)
+
+
+def _index_feed(data: Mapping[str, Any], s: Settings, date: str) -> FeedFile:
+    return FeedFile(INDEX, "Project index", 0, "info", date, s.feed_ttl_seconds, "",
+                    raw=json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", budgeted=False)
 
 
 #: What an arc's file says that no project file reads, and the tick rewrites as time passes.
@@ -1023,10 +1027,11 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
             made = project_file(project, name, arcs, signals, injects, s, date, visits_here)
         made.inputs = key
         files.append(made)
-    key = index_inputs_key(by_project, files, s)
+    latest = cwd_latest(by_project)
+    key = index_inputs_key(by_project, files, latest, s)
     known = (before or {}).get(INDEX)
     index = _regenerated(known[1], now, s, date) if known is not None and known[0] == key else None
-    index = index or index_file(names, by_project, now, s, date)
+    index = index or index_file(names, by_project, latest, now, s, date)
     index.stamped_inputs = key
     files.append(index)
     return files
@@ -1049,15 +1054,16 @@ def cwd_latest(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, tuple[fl
     return latest
 
 
-def index_inputs_key(by_project: Mapping[str, list[ProjectArc]], made: Sequence[FeedFile], s: Settings) -> str:
+def index_inputs_key(by_project: Mapping[str, list[ProjectArc]], made: Sequence[FeedFile],
+                     latest: Mapping[str, tuple[float, str, bool]], s: Settings) -> str:
     """The digest of everything :func:`index_file` reads but the time: each project's file name
     and inputs digest (``made``, in project order: they cover its first :data:`SHOWN_ARCS` arcs
-    whole) and newest activity, and each recorded cwd's latest arcs (:func:`cwd_latest`). The
+    whole) and newest activity, and each recorded cwd's latest arcs (``latest``: :func:`cwd_latest`). The
     arcs a quiet tick does not read change none of these: the index it builds is the one the full
     tick before it built, and is taken as it is."""
     newest = [max(pa.last_active for pa in by_project[project]).timestamp() for project in sorted(by_project)]
     return digest_of((_rendering_code(), INDEX_VERSION, s.feed_ttl_seconds, [(f.name, f.inputs) for f in made],
-                      newest, sorted(cwd_latest(by_project).items())))
+                      newest, sorted(latest.items())))
 
 
 def _regenerated(text: str, now: datetime, s: Settings, date: str) -> FeedFile | None:
@@ -1070,5 +1076,4 @@ def _regenerated(text: str, now: datetime, s: Settings, date: str) -> FeedFile |
     if not isinstance(data, dict) or data.get("version") != INDEX_VERSION or "generated" not in data:
         return None
     data["generated"] = iso(now)
-    return FeedFile(INDEX, "Project index", 0, "info", date, s.feed_ttl_seconds, "",
-                    raw=json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", budgeted=False)
+    return _index_feed(data, s, date)

@@ -582,13 +582,15 @@ def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *,
     if report.dry_run:
         return kplan, snapshot  # nothing moved on disk: later phases read the files where they are
     folded = fold(snapshot, kplan.plan, result, kplan.predicted, tick.feed_rel)
-    written = set(result.written)
-    tick.retagged.update((d.path, (d.note.sha1, kplan.predicted[d.path].sha1)) for d in decisions.changed()
-                         if d.path == d.note.path and d.path in kplan.predicted and d.path in written)
-    moved = set(result.moved)
-    tick.retagged_moves.update((d.path, (d.note.path, d.note.sha1, kplan.predicted[d.path].sha1))
-                               for d in decisions.changed()
-                               if (d.note.path, d.path) in moved and d.path in kplan.predicted)
+    written, moved = set(result.written), set(result.moved)
+    for d in decisions.changed():
+        predicted = kplan.predicted.get(d.path)
+        if predicted is None:
+            continue
+        if d.path == d.note.path and d.path in written:
+            tick.retagged[d.path] = (d.note.sha1, predicted.sha1)
+        elif (d.note.path, d.path) in moved:
+            tick.retagged_moves[d.path] = (d.note.path, d.note.sha1, predicted.sha1)
     kplan.plan.operations.clear()  # carried out and folded in: its bytes are not needed any more
     return kplan, folded
 
