@@ -147,7 +147,8 @@ else:
     s = Settings(vault=vault)
     before = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
-    report = run_tick(s, require_instant(sys.argv[3]), no_ai=True, dry_run=False)
+    # As in the CronJob's `brain tick`, whose process leaves as soon as the report is out.
+    report = run_tick(s, require_instant(sys.argv[3]), no_ai=True, dry_run=False, process_ends=True)
     d = time.perf_counter() - t
     after, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = {"seconds": d, "exit": report.exit_code, "phases": {k: v.get("ms") for k, v in report.phases.items()},

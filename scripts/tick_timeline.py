@@ -24,7 +24,7 @@ from typing import Any
 
 PHASES = (
     "brain.pipeline.tick._left_by_last", "brain.io.vault.read_view", "brain.core.keeper.decide",
-    "brain.io.vault.listing_from", "brain.pipeline.tick._quiet_view", "brain.io.vault.scan",
+    "brain.io.vault.found_listing", "brain.pipeline.tick._quiet_view", "brain.io.vault.scan",
     "brain.pipeline.keeper.plan_keeper", "brain.core.feed.build_feed", "brain.io.writer.apply_plan",
     "brain.pipeline.tick._verified", "brain.pipeline.tick._refresh_index", "brain.pipeline.tick._save_state",
 )

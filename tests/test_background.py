@@ -184,12 +184,12 @@ from brain.core.timeutil import require_instant
 vault, mode = Path(sys.argv[1]), sys.argv[2]
 T.LIST_BESIDE_FILES = 10**9 if mode == "serial" else 4  # as a vault of thousands of files: listed by a child
 if mode == "fail":
-    parent, listed = os.getpid(), V.stat_listing
-    def stat_listing(vault, feed_dir):
+    parent, listed = os.getpid(), V.listing_of
+    def listing_of(vault, feed_dir):
         if os.getpid() != parent:
             raise OSError("the child cannot list")
         return listed(vault, feed_dir)
-    V.stat_listing = stat_listing
+    V.listing_of = listing_of
 report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[3]), no_ai=True, dry_run=False)
 print(json.dumps({"forks": forks, "tick": [report.exit_code, bool(report.keeper.quiet), report.stats,
                                             len(report.result.written)]}))
@@ -382,7 +382,7 @@ from brain.settings import Settings
 from brain.core.timeutil import require_instant
 vault, order, flags = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[4])
 T.LIST_BESIDE_FILES = 4  # as a vault of thousands of files: listed by a child
-parent, listed = os.getpid(), V.stat_listing
+parent, listed = os.getpid(), V.listing_of
 
 def wait_for(flag):
     for _ in range(1000):
@@ -391,7 +391,7 @@ def wait_for(flag):
         time.sleep(0.01)
     raise SystemExit("no " + flag)
 
-def stat_listing(vault, feed_dir):
+def listing_of(vault, feed_dir):
     if os.getpid() == parent:
         return listed(vault, feed_dir)
     if order == "edit-first":  # the operator's save lands before the child lists
@@ -399,7 +399,7 @@ def stat_listing(vault, feed_dir):
     found = listed(vault, feed_dir)
     (flags / "listed").touch()
     return found
-V.stat_listing = stat_listing
+V.listing_of = listing_of
 
 decided, edited = T._decide_quiet, []
 def decide_quiet(tick, snapshot, memo):

@@ -97,7 +97,8 @@ def tick_options(command: str, argv: Sequence[str]) -> dict[str, str | bool] | N
 def fast_tick(command: str, argv: Sequence[str]) -> int | None:
     """``brain tick|keeper ARGS`` without typer: the exit code, or None when the arguments need
     the full CLI. Runs the command's own body (:func:`brain.commands.ticking.tick_body`), so its
-    output, errors and exit codes are the typer command's."""
+    output, errors and exit codes are the typer command's. Its callers :func:`leave` with that
+    code, so the tick frees nothing it loaded (``process_ends``)."""
     options = tick_options(command, argv)
     if options is None:
         return None
@@ -118,7 +119,7 @@ def fast_tick(command: str, argv: Sequence[str]) -> int | None:
     return outcome(lambda: tick_body(path("--vault"), path("--brain-feed"), text("--now"),
                                      no_ai=keeper or "--no-ai" in options, dry_run="--dry-run" in options,
                                      as_json="--json" in options, llm_url=text("--llm-url"), model=text("--model"),
-                                     keeper_only=keeper))
+                                     keeper_only=keeper, process_ends=True))
 
 
 #: Commands that end by leaving the process at once (:func:`leave`): a tick holds tens of

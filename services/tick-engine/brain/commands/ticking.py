@@ -33,7 +33,10 @@ def print_summary(report: dict[str, Any]) -> None:
 
 
 def tick_body(vault: Path | None, brain_feed: Path | None, now: str | None, *, no_ai: bool, dry_run: bool,
-          as_json: bool, llm_url: str | None = None, model: str | None = None, keeper_only: bool = False) -> int:
+          as_json: bool, llm_url: str | None = None, model: str | None = None, keeper_only: bool = False,
+          process_ends: bool = False) -> int:
+    """The command's body; ``process_ends``: the caller leaves the process once it returns
+    (:func:`brain.pipeline.tick.run_tick` then frees nothing)."""
     from brain.pipeline.tick import run_tick
 
     s = settings_from(vault=vault, brain_feed=brain_feed, now=now, llm_url=llm_url, llm_model=model)
@@ -48,7 +51,7 @@ def tick_body(vault: Path | None, brain_feed: Path | None, now: str | None, *, n
     bar = StepBar.on_terminal("keeper" if keeper_only else "tick")
     try:
         report = run_tick(s, instant, no_ai=no_ai, dry_run=dry_run, ai_phase=ai_phase, ai_skip_reason=skip,
-                          keeper_only=keeper_only, progress=bar)
+                          keeper_only=keeper_only, progress=bar, process_ends=process_ends)
     finally:
         if bar is not None:
             bar.close()

@@ -100,25 +100,31 @@ class ArcView:
     scripted: bool = False  # a scripted one-shot run (project_feed.is_one_shot): listed after real work
 
 
-def arc_views(decisions: Mapping[str, ArcDecision]) -> list[ArcView]:
-    views = []
-    for decision in decisions.values():
+def arc_view(decision: ArcDecision) -> ArcView:
+    arc = decision.note.arc
+    assert arc is not None
+    last = decision.last_active or last_active_of(decision.note)  # decided already: no second parse
+    return ArcView(arc.cluster_id, arc.title, arc.region, decision.status, decision.heat, decision.path,
+                   arc.summary, last, is_one_shot(arc, created_of(decision.note), last))
+
+
+def hottest(decisions: Iterable[ArcDecision], limit: int) -> list[ArcView]:
+    """The ``limit`` arcs the hot table lists, in its order: warm, not merged or split; real work
+    before scripted runs, then hottest, most recent, by id. Only those become :class:`ArcView`s
+    (a table of 20 out of the 1 200 warm arcs of a 10 000-arc vault)."""
+    def order(decision: ArcDecision) -> tuple[bool, int, float, str]:
         arc = decision.note.arc
         assert arc is not None
-        last = decision.last_active or last_active_of(decision.note)  # decided already: no second parse
-        views.append(
-            ArcView(arc.cluster_id, arc.title, arc.region, decision.status, decision.heat, decision.path,
-                    arc.summary, last, is_one_shot(arc, created_of(decision.note), last))
-        )
-    return views
+        last = decision.last_active or last_active_of(decision.note)
+        return is_one_shot(arc, created_of(decision.note), last), -decision.heat, -last.timestamp(), arc.cluster_id
+
+    warm = (d for d in decisions if d.heat > 0 and d.status not in ("merged", "split"))
+    # == sorted(...)[:limit], without sorting every arc
+    return [arc_view(d) for d in heapq.nsmallest(max(0, limit), warm, key=order)]
 
 
-def hot_arcs(views: Iterable[ArcView], s: Settings, date: str) -> FeedFile:
-    ranked = heapq.nsmallest(  # == sorted(...)[:limit], without sorting every arc
-        max(0, s.hot_arcs_limit),
-        (v for v in views if v.status not in ("merged", "split") and v.heat > 0),
-        key=lambda v: (v.scripted, -v.heat, -v.last_active.timestamp(), v.cluster_id),
-    )
+def hot_arcs(ranked: Iterable[ArcView], s: Settings, date: str) -> FeedFile:
+    """``hot-arcs.md``: ``ranked`` (:func:`hottest`), the first :data:`KEEP_TOP_HOT` never cut."""
     feed = FeedFile(
         HOT_ARCS, "Active Hot Arcs", 10, "info", date, s.feed_ttl_seconds,
         "# Hot arcs\n\n| Arc | Heat | Region | Status | What |\n|---|---|---|---|---|",
@@ -390,8 +396,7 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     inject_file, routed_injects = inject(live, s, date)
     by_project = project_arcs(inputs.decisions)
     latest = latest_real_arcs(by_project)
-    warm = {cid: d for cid, d in inputs.decisions.items() if d.heat > 0}  # the hot table lists nothing colder
-    files = [hot_arcs(arc_views(warm), s, date), inject_file, signal_file,
+    files = [hot_arcs(hottest(inputs.decisions.values(), s.hot_arcs_limit), s, date), inject_file, signal_file,
              recent_work_file(latest, s, date)]
     if inputs.diff_lines:
         files.append(last_tick_diff(list(inputs.diff_lines), s, date, inputs.tick_id or now.isoformat()))

@@ -288,7 +288,11 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         assert arc is not None
         drops = reused.get(id(note))
         if drops is None:
-            drops = tuple(m for m in note.markers if m.type == "signal" and is_tombstoned_signal(m, now))
+            drops = ()
+            for marker in note.markers:  # most notes have no signal: no generator, no tuple per arc
+                if marker.type == "signal" and is_tombstoned_signal(marker, now):
+                    drops = tuple(m for m in note.markers if m.type == "signal" and is_tombstoned_signal(m, now))
+                    break
         status, path, move = arc.status, note.path, None
         if managed:
             name = file_name(arc.cluster_id)

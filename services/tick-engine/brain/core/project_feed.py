@@ -54,7 +54,7 @@ from brain.core.feed_file import (
 )
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
-from brain.core.model import Activity, ArcInfo
+from brain.core.model import Activity, ArcInfo, built, field_names
 from brain.core.project import SUBFOLDER_NAMES, can_name_a_repository, is_home_folder, sole_owners
 from brain.core.redaction import redact, redact_recurring
 from brain.core.text import cut_path
@@ -160,6 +160,9 @@ class ProjectArc:
     visit: bool = False
 
 
+_PROJECT_ARC_FIELDS = field_names(ProjectArc)
+
+
 def work_order(pa: ProjectArc) -> tuple[bool, float, bool, str]:
     """How a project's arcs are listed: real work before scripted runs, most recent first, its
     own arc before another project's visit of the same instant."""
@@ -178,7 +181,8 @@ def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[Project
             continue
         last = decision.last_active or last_active_of(decision.note)  # decided already: no second parse
         one_shot = is_one_shot(arc, created_of(decision.note), last)
-        by_project.setdefault(project, []).append(ProjectArc(decision, arc, last, one_shot))
+        by_project.setdefault(project, []).append(  # one per arc of the view: no generated __init__
+            built(ProjectArc, _PROJECT_ARC_FIELDS, (decision, arc, last, one_shot, False)))
     for arcs in by_project.values():
         arcs.sort(key=work_order)
     return by_project

@@ -660,14 +660,16 @@ def listing_beside(vault: Path, feed_dir: Path, saved: Callable[[], Mapping[str,
     tick put it) come back as each found entry's place in that listing, and the caller rebuilds
     the listing as found from its copy: an index per entry crosses, not the entry."""
     def work() -> bytes:
-        found = stat_listing(vault, feed_dir)
+        found = listing_of(vault, feed_dir)
         before = saved() if saved is not None else None
-        if before is not None and before == found:
-            if list(before) == list(found):
-                return marshal.dumps(SAME_LISTING)
-            place = {path: index for index, path in enumerate(before)}
-            return marshal.dumps((REORDERED_LISTING, array("I", [place[path] for path in found]).tobytes()))
-        return marshal.dumps(found)
+        if before is not None and len(before) == len(found):
+            get = before.get  # the walk names each file once: same count, every entry the same = same files
+            if all(get(rel) == (st.st_size, st.st_mtime_ns) for rel, st in found):
+                if all(rel == path for (rel, _), path in zip(found, before, strict=True)):
+                    return marshal.dumps(SAME_LISTING)
+                place = {path: index for index, path in enumerate(before)}
+                return marshal.dumps((REORDERED_LISTING, array("I", [place[rel] for rel, _ in found]).tobytes()))
+        return marshal.dumps({rel: (st.st_size, st.st_mtime_ns) for rel, st in found})
 
     return Forked.start(work)
 
@@ -684,11 +686,18 @@ def listing_from(child: Forked, vault: Path, feed_dir: Path,
     listing the child compared with) when the child found it unchanged, or its entries in the
     order the child found them; listed here when the child failed, or found it unchanged while
     this process has no copy."""
+    return found_listing(child, vault, feed_dir, saved)[0]
+
+
+def found_listing(child: Forked, vault: Path, feed_dir: Path, saved: dict[str, tuple[int, int]] | None = None,
+                  ) -> tuple[dict[str, tuple[int, int]], bool]:
+    """:func:`listing_from`, and whether the child found the very entries of ``saved`` (in any
+    order): the caller need not compare the two again (50 000 entries: 13 ms a comparison)."""
     found = child.output(marshal.loads)
     if isinstance(found, dict):
-        return found
+        return found, False
     if found == SAME_LISTING and saved is not None:
-        return saved
+        return saved, True
     if (isinstance(found, tuple) and len(found) == 2 and found[0] == REORDERED_LISTING and saved is not None
             and isinstance(found[1], bytes) and len(found[1]) == array("I").itemsize * len(saved)):
         places, paths = array("I"), list(saved)
@@ -696,8 +705,8 @@ def listing_from(child: Forked, vault: Path, feed_dir: Path,
         with contextlib.suppress(IndexError):
             listing = {paths[index]: saved[paths[index]] for index in places}
             if len(listing) == len(paths):
-                return listing
-    return stat_listing(vault, feed_dir)
+                return listing, True
+    return stat_listing(vault, feed_dir), False
 
 
 def scan(
