@@ -55,6 +55,7 @@ from brain.core.keeper import ArcDecision
 from brain.core.markers import Marker
 from brain.core.model import Note, Problem
 from brain.core.project_feed import (
+    RECENT_WORK_AGGREGATE,
     Routed,
     is_one_shot,
     latest_real_arcs,
@@ -395,7 +396,7 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     live = live_injects(inputs.notes, inputs.decisions, now, s, problems)
     inject_file, routed_injects = inject(live, s, date)
     by_project = project_arcs(inputs.decisions)
-    latest = latest_real_arcs(by_project)
+    latest = latest_real_arcs(by_project, RECENT_WORK_AGGREGATE)
     files = [hot_arcs(hottest(inputs.decisions.values(), s.hot_arcs_limit), s, date), inject_file, signal_file,
              recent_work_file(latest, s, date)]
     if inputs.diff_lines:

@@ -206,7 +206,8 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     ``reuse``: decisions made at the same ``now`` with the same settings (verify's second pass
     reuses the keeper's). An arc whose note is the very object decided there, and that did not
     move, keeps its heat and dropped signals without recomputing them; the conscious ranking and
-    every move are decided afresh over all arcs, exactly as without ``reuse``.
+    every move are decided afresh over all arcs, exactly as without ``reuse``. Such an arc that
+    still does not move keeps that very decision object (its ``next_change`` included).
     """
     by_id: dict[str, Note] = {}
     doubled: dict[str, list[Note]] = {}
@@ -221,7 +222,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         out.duplicates[cluster_id] = sorted(n.path for n in group)
         del by_id[cluster_id]
     live: list[tuple[Note, int, datetime, bool, bool]] = []  # note, heat, last active, managed, in conscious
-    reused: dict[int, tuple[Marker, ...]] = {}  # id(note) -> its dropped signals, as decided before
+    reused: dict[int, ArcDecision] = {}  # id(note) -> its decision in ``reuse``
     horizons: dict[int, datetime | None] = {}  # id(note) -> its next change (with horizon)
     stamp = micros(now)
     for cluster_id, note in by_id.items():
@@ -252,7 +253,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
             if known is not None and known.note is note and known.move is None and known.last_active is not None:
                 # compute(inputs, now, s) of this very note, at this very instant
                 heat, last_active, changes = known.heat, known.last_active, None
-                reused[id(note)] = known.drop_signals
+                reused[id(note)] = known
             else:
                 inputs = inputs_of(note)
                 last_active = inputs.last_active
@@ -286,7 +287,8 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     for note, heat, last_active, managed, conscious in live:
         arc = note.arc
         assert arc is not None
-        drops = reused.get(id(note))
+        prior = reused.get(id(note))
+        drops = prior.drop_signals if prior is not None else None
         if drops is None:
             drops = ()
             for marker in note.markers:  # most notes have no signal: no generator, no tuple per arc
@@ -313,6 +315,9 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 path, move = f"{CONSCIOUS}/{name}", "promoted"
             elif id(note) not in chosen and conscious:
                 path, move = f"{UNCONSCIOUS}/{name}", "demoted"
+        if prior is not None and move is None and heat == prior.heat and status == prior.status:
+            out.arcs[arc.cluster_id] = prior  # decided the same way: that very decision (verify's pass)
+            continue
         out.arcs[arc.cluster_id] = built(ArcDecision, _DECISION_FIELDS,  # 10 000 a pass: no generated __init__
                                          (note, heat, status, path, move, drops, horizons.get(id(note)), last_active))
     return out

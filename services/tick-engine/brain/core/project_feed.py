@@ -31,6 +31,8 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import heapq
+import itertools
 import json
 import marshal
 import math
@@ -516,11 +518,15 @@ def tool_run(arc: ArcInfo) -> bool:
     return arc.headless and arc.cwd is not None and "/." in _slashed(arc.cwd)
 
 
-def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]]) -> list[ProjectArc]:
-    """Every project's real work (no scripted runs, no tool's run), newest first."""
-    every = [pa for arcs in by_project.values() for pa in arcs if not pa.scripted and not tool_run(pa.arc)]
-    every.sort(key=lambda a: (-a.last_active.timestamp(), a.arc.cluster_id))
-    return every
+def latest_real_arcs(by_project: Mapping[str, list[ProjectArc]], limit: int) -> list[ProjectArc]:
+    """The newest ``limit`` arcs of every project's real work (no scripted runs, no tool's run),
+    newest first. Each project's list is in that order already (:func:`work_order`: real work
+    first, then newest, then by id), so they are merged, not all sorted again."""
+    def key(pa: ProjectArc) -> tuple[float, str]:
+        return -pa.last_active.timestamp(), pa.arc.cluster_id
+
+    real = ((pa for pa in arcs if not pa.scripted and not tool_run(pa.arc)) for arcs in by_project.values())
+    return list(itertools.islice(heapq.merge(*real, key=key), max(0, limit)))
 
 
 def recent_work_file(latest: Sequence[ProjectArc], s: Settings, date: str) -> FeedFile:
