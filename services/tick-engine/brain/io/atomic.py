@@ -47,16 +47,42 @@ def confined(root: Path, relative: str, verified: set[str] | None = None) -> Pat
 
     ``verified`` caches the folders already proven to resolve inside ``root`` during one plan.
     """
+    if verified is not None and relative.rpartition("/")[0] in verified:
+        return Path(confined_stat(root, relative, verified)[0])
+    _refuse_escapes(relative)
+    return _confined_walk(root, root / relative, relative, verified)
+
+
+def confined_stat(root: Path, relative: str, verified: set[str]) -> tuple[str, os.stat_result | None]:
+    """:func:`confined` as a string, with the ``lstat`` of the file itself (None: there is none),
+    the one the symlink check took: the writer checks ten thousand paths a cold tick, and reads
+    their stat anyway."""
+    parts = _refuse_escapes(relative)
+    if relative.rpartition("/")[0] not in verified:
+        _confined_walk(root, root / relative, relative, verified)
+    # As ``root / relative`` spells it: a path with empty or "." parts the slow way.
+    target = os.path.join(root, relative) if "" not in parts and "." not in parts else str(root / relative)
+    try:
+        st = os.lstat(target)
+    except OSError:  # none there (or none to see): what os.path.islink says too
+        return target, None
+    if stat.S_ISLNK(st.st_mode):
+        raise ConfinementError(f"path {relative!r} is a symbolic link")
+    return target, st
+
+
+def _refuse_escapes(relative: str) -> list[str]:
+    """``relative``'s parts; ConfinementError when it is not a path inside the vault."""
     if not relative or relative.startswith(("/", "\\")) or "\x00" in relative:
         raise ConfinementError(f"path {relative!r} is not a vault-relative path")
-    if ".." in relative.split("/"):  # the parts a POSIX path keeps: "." and empty ones are dropped
+    parts = relative.split("/")
+    if ".." in parts:  # the parts a POSIX path keeps: "." and empty ones are dropped
         raise ConfinementError(f"path {relative!r} leaves the vault")
-    target = root / relative
+    return parts
+
+
+def _confined_walk(root: Path, target: Path, relative: str, verified: set[str] | None) -> Path:
     folder = relative.rpartition("/")[0]
-    if verified is not None and folder in verified:
-        if os.path.islink(target):
-            raise ConfinementError(f"path {relative!r} is a symbolic link")
-        return target
     root_real = root.resolve()
     # Every existing ancestor must resolve inside the vault: a symlinked folder cannot redirect us.
     probe = target.parent

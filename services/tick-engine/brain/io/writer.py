@@ -41,6 +41,7 @@ from brain.io.atomic import (
     atomic_write,
     atomic_write_chunks,
     confined,
+    confined_stat,
     fsync_dir,
     read_regular,
 )
@@ -131,7 +132,7 @@ class ApplyResult:
         return bool(self.written or self.moved or self.deleted)
 
 
-def _read(path: Path) -> bytes | None:
+def _read(path: str | Path) -> bytes | None:
     """The bytes of the regular file at ``path``; None when there is none: gone, or something
     else put there since the scan (a named pipe is never waited on, a folder never read)."""
     try:
@@ -147,7 +148,7 @@ def _read(path: Path) -> bytes | None:
 RACY_NS = 2_000_000_000
 
 
-def _current(path: Path, expect: Expect | None, before: bytes | None) -> tuple[bytes | None, tuple[int, int, int] | None]:
+def _current(path: str | Path, expect: Expect | None, before: bytes | None) -> tuple[bytes | None, tuple[int, int, int] | None]:
     """The file's bytes (the planner's copy when size and an old-enough mtime still match), and
     its (size, mtime_ns, inode) taken before the read: a file changed between the two never
     matches that stat at commit, so it is a conflict, never overwritten."""
@@ -167,7 +168,7 @@ def _current(path: Path, expect: Expect | None, before: bytes | None) -> tuple[b
     return data, seen if data is not None else None
 
 
-def _matches(path: Path, expect: Expect, data: bytes | None) -> bool:
+def _matches(path: str | Path, expect: Expect, data: bytes | None) -> bool:
     if data is None:
         return False
     if len(data) != expect.size:
@@ -424,7 +425,7 @@ def _images(vault: Path, items: list[_Resolved], changed: set[int]) -> Iterator[
         if item.before_sha1 is None or item.before is not None:
             yield item.before
             continue
-        data = _read(vault / _source(item.op))  # a link swapped in is caught by the hash
+        data = _read(os.path.join(vault, _source(item.op)))  # a link swapped in is caught by the hash
         if data is None or sha1_bytes(data) != item.before_sha1:
             changed.add(index)
             yield None
@@ -446,20 +447,17 @@ def _conflict(result: ApplyResult, path: str, why: str) -> None:
     result.problems.append(Problem(path, None, f"{why}; left as it is, the next tick takes it up"))
 
 
-def _checked_by_journal(path: Path, op: WriteFile | MoveFile, after_sha1: str,
+def _checked_by_journal(st: os.stat_result | None, op: WriteFile | MoveFile, after_sha1: str,
                         result: ApplyResult) -> _Resolved | None:
     """An arc change the journal will check: its bytes are read once, by the journal as it packs
     them (:func:`_images`), and compared with the hash the plan expects; here only a stat. A file
     gone, not a regular file any more, or of another size is a conflict at once; one of the same
     size whose bytes differ is one when the journal reads it, before anything is written.
     ``op.expect`` is set and ``op.before`` is None (the planner kept no copy); ``after_sha1`` is
-    the hash of what the file holds once ``op`` is carried out (:func:`_deferred`)."""
+    the hash of what the file holds once ``op`` is carried out (:func:`_deferred`); ``st``: the
+    file's ``lstat`` as its path was confined (None: none there)."""
     assert op.expect is not None
     source = _source(op)
-    try:
-        st = os.lstat(path)
-    except OSError:
-        st = None
     if st is None or not stat.S_ISREG(st.st_mode):
         _conflict(result, source, "not a regular file" if st is not None and isinstance(op, WriteFile)
                   else "changed since the scan")
@@ -490,25 +488,25 @@ def _resolve(
     conflict added to ``result``). ``journaled``: the journal reads each before-image as it packs
     it, so an arc the plan expects is checked there rather than read twice."""
     if isinstance(op, MoveFile):
-        src, dst = confined(vault, op.src, verified), confined(vault, op.dst, verified)
+        (src, src_stat), (_, dst_stat) = confined_stat(vault, op.src, verified), confined_stat(vault, op.dst, verified)
         after_sha1 = _deferred(op, journaled)
         if after_sha1 is not None:
-            item = _checked_by_journal(src, op, after_sha1, result)
+            item = _checked_by_journal(src_stat, op, after_sha1, result)
         else:
             current, seen = _current(src, op.expect, op.before)
             if not _matches(src, op.expect, current):
                 _conflict(result, op.src, "changed since the scan")
                 return None
             item = _resolved(op, current, op.content if op.content is not None else current, seen)
-        if item is not None and os.path.lexists(dst):  # a file, or a link (even a dangling one)
+        if item is not None and dst_stat is not None:  # a file there (a link is refused by confined_stat)
             _conflict(result, op.dst, f"cannot move {op.src} here: the file already exists")
             return None
         return item
-    path = confined(vault, op.path, verified)
+    path, path_stat = confined_stat(vault, op.path, verified)
     if isinstance(op, WriteFile):
         after_sha1 = _deferred(op, journaled)
         if after_sha1 is not None:
-            return _checked_by_journal(path, op, after_sha1, result)
+            return _checked_by_journal(path_stat, op, after_sha1, result)
         current, seen = _current(path, op.expect, op.before)
         if current is None and os.path.lexists(path):  # a folder or a named pipe there: never replaced
             _conflict(result, op.path, "not a regular file")
@@ -550,7 +548,7 @@ def _parallel(function: Any, items: list[Any]) -> None:
     run_all(function, items, FSYNC_WORKERS)
 
 
-def _write_only(job: tuple[Path, bytes]) -> None:
+def _write_only(job: tuple[str, bytes]) -> None:
     tmp, data = job
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -561,7 +559,7 @@ def _write_only(job: tuple[Path, bytes]) -> None:
         os.close(fd)
 
 
-def _fsync_file(path: Path) -> None:
+def _fsync_file(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -572,7 +570,7 @@ def _fsync_file(path: Path) -> None:
 _SYNCFS: Any = None
 
 
-def _syncfs(folder: Path) -> bool:
+def _syncfs(folder: str | Path) -> bool:
     """Flush the whole filesystem holding ``folder`` in one call (Linux ``syncfs``)."""
     global _SYNCFS
     if _SYNCFS is None:
@@ -591,7 +589,7 @@ def _syncfs(folder: Path) -> bool:
         os.close(fd)
 
 
-def _stage(jobs: list[tuple[Path, bytes]]) -> None:
+def _stage(jobs: list[tuple[str, bytes]]) -> None:
     """Write every temp file, then make them all durable before any rename.
 
     Many files: one ``syncfs`` per filesystem involved (far cheaper than thousands of
@@ -601,9 +599,9 @@ def _stage(jobs: list[tuple[Path, bytes]]) -> None:
     for job in jobs:  # sequential: parallel creates only contend for the folder locks
         _write_only(job)
     if len(jobs) >= SYNCFS_THRESHOLD:
-        devices: dict[int, Path] = {}
-        for folder in {tmp.parent for tmp, _ in jobs}:
-            devices.setdefault(folder.stat().st_dev, folder)
+        devices: dict[int, str] = {}
+        for folder in {os.path.dirname(tmp) for tmp, _ in jobs}:
+            devices.setdefault(os.stat(folder).st_dev, folder)
         if all(_syncfs(folder) for folder in devices.values()):
             return
     _parallel(_fsync_file, [tmp for tmp, _ in jobs])
@@ -614,9 +612,10 @@ _AT_FDCWD = -100
 _RENAMEAT2: Any = None
 
 
-def _renameat2(src: str, dst: str, flags: int) -> bool:
-    """Linux ``renameat2``; False when the system or the filesystem cannot do it (then the
-    caller falls back to a plain rename). Raises OSError (ENOENT, EEXIST…) like ``os.rename``."""
+def load_renameat2() -> Any:
+    """Linux ``renameat2`` through :mod:`ctypes` (False where there is none), looked up once. The
+    import of ctypes is 3 ms: a tick that lists its vault in a child does it while it waits for
+    the listing, not on the way to its first commit."""
     global _RENAMEAT2
     if _RENAMEAT2 is None:
         try:
@@ -627,9 +626,16 @@ def _renameat2(src: str, dst: str, flags: int) -> bool:
             _RENAMEAT2 = function
         except (OSError, AttributeError):
             _RENAMEAT2 = False
-    if not _RENAMEAT2:
+    return _RENAMEAT2
+
+
+def _renameat2(src: str, dst: str, flags: int) -> bool:
+    """Linux ``renameat2``; False when the system or the filesystem cannot do it (then the
+    caller falls back to a plain rename). Raises OSError (ENOENT, EEXIST…) like ``os.rename``."""
+    function = load_renameat2()
+    if not function:
         return False
-    if _RENAMEAT2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+    if function(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
         return True
     import ctypes
     import errno
@@ -811,7 +817,7 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
     """
     root = str(vault)
     staged: dict[int, str] = {}
-    jobs: list[tuple[Path, bytes]] = []
+    jobs: list[tuple[str, bytes]] = []
     folders: set[str] = set()
     for index, item in enumerate(items):
         op = item.op
@@ -831,7 +837,7 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
         head, name = os.path.split(target)
         tmp = os.path.join(head, f".{name}{TMP_SUFFIX}")
         staged[index] = tmp
-        jobs.append((Path(tmp), op.content))
+        jobs.append((tmp, op.content))
     for folder in sorted(folders):
         os.makedirs(folder, exist_ok=True)
     if progress is not None:

@@ -295,6 +295,8 @@ def _run(tick: _Tick) -> None:
         if not counted_first:
             saved = load_listing(vault, tag)
     left = _left_by_last(tick, state, view=True) if child is not None else None
+    if child is not None and not dry_run:
+        writer.load_renameat2()  # what the commits need, while the child lists
     listing, same = found_listing(child, vault, tick.feed_dir, saved) if child is not None \
         else (stat_listing(vault, tick.feed_dir), False)
     same = same or listing is saved or saved == listing
