@@ -23,13 +23,14 @@ from brain.core.heat import (
     next_change,
 )
 from brain.core.markers import Marker
-from brain.core.model import Note, Problem, built, field_names, replaced
+from brain.core.model import Note, Problem, field_names, replaced
 from brain.core.timeutil import parse_instant
 from brain.core.vocab import (
     CONSCIOUS,
     DEFAULT_GRADUATION_FOLDER,
     GRADUATION_FOLDERS,
     MANAGED_ROOTS,
+    TOMBSTONE_STATUSES,
     UNCONSCIOUS,
 )
 from brain.settings import Settings
@@ -225,23 +226,29 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     reused: dict[int, ArcDecision] = {}  # id(note) -> its decision in ``reuse``
     horizons: dict[int, datetime | None] = {}  # id(note) -> its next change (with horizon)
     stamp = micros(now)
+    # Every arc of the view goes through these two loops twice a tick (the keeper, verify): names
+    # are bound once, the memo's row is read in place, and no helper is called per arc.
+    remember = memo.get if memo is not None else None
+    prior_of = reuse.arcs.get if reuse is not None and not horizon else None
+    conscious_prefix = CONSCIOUS + "/"
     for cluster_id, note in by_id.items():
         arc = note.arc
         assert arc is not None
         path = note.path
-        top = top_folder(path)
+        top = path.split("/", 1)[0] if "/" in path else ""
         if top == "amygdala":
             continue  # alarm files belong to the amygdala consumer
-        if arc.is_tombstone:
+        if arc.status in TOMBSTONE_STATUSES:
             out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, path)
             continue
-        hit = memo.get(path) if memo is not None else None
-        if hit is not None and hit.holds(note, stamp):
+        hit = remember(path) if remember is not None else None
+        if hit is not None and hit.sha1 == note.sha1 and hit.decided <= stamp and (hit.until is None
+                                                                                 or stamp < hit.until):
             if horizon and hit.dated_badly:
                 out.problems.extend(date_problems(note))
                 out.dated_badly.add(cluster_id)
-            heat, last_active = hit.heat, instant_of(hit.last_active)
-            changes = instant_of(hit.until) if hit.until is not None else None
+            heat, last_active = hit.heat, _EPOCH + timedelta(microseconds=hit.last_active)
+            changes = _EPOCH + timedelta(microseconds=hit.until) if hit.until is not None else None
             out.remembered += 1
         else:
             if horizon:  # the keeper's pass reports bad dates; a check pass need not again
@@ -249,7 +256,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 if bad:
                     out.problems.extend(bad)
                     out.dated_badly.add(cluster_id)
-            known = reuse.arcs.get(cluster_id) if reuse is not None and not horizon else None
+            known = prior_of(cluster_id) if prior_of is not None else None
             if known is not None and known.note is note and known.move is None and known.last_active is not None:
                 # compute(inputs, now, s) of this very note, at this very instant
                 heat, last_active, changes = known.heat, known.last_active, None
@@ -261,7 +268,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 changes = next_change(inputs, now, s, heat) if horizon else None
                 if horizon:
                     out.fresh.add(cluster_id)
-        live.append((note, heat, last_active, top in MANAGED_ROOTS, in_conscious(path)))
+        live.append((note, heat, last_active, top in MANAGED_ROOTS, path.startswith(conscious_prefix)))
         if horizon:
             horizons[id(note)] = changes
             if changes is not None and (out.next_change is None or changes < out.next_change):
@@ -283,11 +290,16 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     )
     chosen = {id(item[0]) for item in contenders[: max(0, s.conscious_cap)]}
 
-    idle_limit = timedelta(days=s.graduate_days)
+    try:
+        idle_since = now - timedelta(days=s.graduate_days)  # idle for longer: last active before this
+    except OverflowError:  # a --now in the first century: nothing was active before it
+        idle_since = datetime.min.replace(tzinfo=UTC)
+    graduate_heat, arcs, new = s.graduate_heat, out.arcs, object.__new__
     for note, heat, last_active, managed, conscious in live:
         arc = note.arc
         assert arc is not None
-        prior = reused.get(id(note))
+        key = id(note)
+        prior = reused.get(key) if reused else None
         drops = prior.drop_signals if prior is not None else None
         if drops is None:
             drops = ()
@@ -297,29 +309,26 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                     break
         status, path, move = arc.status, note.path, None
         if managed:
-            name = file_name(arc.cluster_id)
-            already_graduated = arc.status == "graduated" and note.path.startswith(GRADUATED_ROOTS)
-            if (
-                not already_graduated
-                and id(note) not in chosen
-                and heat <= s.graduate_heat
-                and now - last_active > idle_limit
-            ):
+            if key in chosen:
+                if not conscious:
+                    path, move = f"{CONSCIOUS}/{file_name(arc.cluster_id)}", "promoted"
+            elif (heat <= graduate_heat and last_active < idle_since
+                  and not (arc.status == "graduated" and path.startswith(GRADUATED_ROOTS))):
                 status, move = "graduated", "graduated"
-                path = f"{graduation_folder(arc.region)}/{name}"
+                path = f"{graduation_folder(arc.region)}/{file_name(arc.cluster_id)}"
                 graduated = _with_status(inputs_of(note), status)
                 heat = compute(graduated, now, s)
-                if id(note) in horizons:  # what the memo keeps is the graduated arc's own horizon
-                    horizons[id(note)] = next_change(graduated, now, s, heat)
-            elif id(note) in chosen and not conscious:
-                path, move = f"{CONSCIOUS}/{name}", "promoted"
-            elif id(note) not in chosen and conscious:
-                path, move = f"{UNCONSCIOUS}/{name}", "demoted"
+                if key in horizons:  # what the memo keeps is the graduated arc's own horizon
+                    horizons[key] = next_change(graduated, now, s, heat)
+            elif conscious:
+                path, move = f"{UNCONSCIOUS}/{file_name(arc.cluster_id)}", "demoted"
         if prior is not None and move is None and heat == prior.heat and status == prior.status:
-            out.arcs[arc.cluster_id] = prior  # decided the same way: that very decision (verify's pass)
+            arcs[arc.cluster_id] = prior  # decided the same way: that very decision (verify's pass)
             continue
-        out.arcs[arc.cluster_id] = built(ArcDecision, _DECISION_FIELDS,  # 10 000 a pass: no generated __init__
-                                         (note, heat, status, path, move, drops, horizons.get(id(note)), last_active))
+        decision = new(ArcDecision)  # 10 000 a pass: :func:`built`, inlined, not the generated __init__
+        decision.__dict__.update(zip(_DECISION_FIELDS, (note, heat, status, path, move, drops, horizons.get(key),
+                                                        last_active), strict=True))
+        arcs[arc.cluster_id] = decision
     return out
 
 
