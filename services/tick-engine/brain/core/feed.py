@@ -58,6 +58,7 @@ from brain.core.project_feed import (
     RECENT_WORK_AGGREGATE,
     Routed,
     is_one_shot,
+    latest_by_cwd,
     latest_real_arcs,
     project_arcs,
     project_files,
@@ -386,14 +387,30 @@ class BuiltFeed:
     problems: list[Problem] = field(default_factory=list)  # bad values met (reported, never fatal)
 
 
+#: The markers the signals and inject files list.
+_FEED_MARKERS = frozenset({"signal", "inject"})
+
+
+def with_markers(notes: Iterable[Note], types: frozenset[str]) -> list[Note]:
+    """The notes holding a marker of one of ``types``, in their order."""
+    found = []
+    for note in notes:
+        for marker in note.markers:
+            if marker.type in types:
+                found.append(note)
+                break
+    return found
+
+
 def build_feed(inputs: FeedInputs) -> BuiltFeed:
     """The registry of feed files: every file the tick writes to ``brain-feed/``, within budget."""
     s, now = inputs.settings, inputs.now
     date = now.date().isoformat()
     problems: list[Problem] = []
-    signal_list = signal_views(inputs.notes, inputs.decisions)
+    marked = with_markers(inputs.notes, _FEED_MARKERS)  # one walk over every marker, not one per file
+    signal_list = signal_views(marked, inputs.decisions)
     signal_file, routed_signals = signals(signal_list, s, date)
-    live = live_injects(inputs.notes, inputs.decisions, now, s, problems)
+    live = live_injects(marked, inputs.decisions, now, s, problems)
     inject_file, routed_injects = inject(live, s, date)
     by_project = project_arcs(inputs.decisions)
     latest = latest_real_arcs(by_project, RECENT_WORK_AGGREGATE)
@@ -411,6 +428,7 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     produced = {f.name for f in files}
     fixed = sum(n for name, n in inputs.folder_tokens.items() if name not in produced)
     fit_budget(files, fixed, s.feed_token_budget)
-    files.extend(project_files(by_project, routed_signals, routed_injects, now, s, date, inputs.built_before))
+    by_cwd = latest_by_cwd(by_project)
+    files.extend(project_files(by_project, routed_signals, routed_injects, now, s, date, inputs.built_before, by_cwd))
     return BuiltFeed(files, signals_active=len(signal_list), inject_blocks=len(live), fixed_tokens=fixed,
-                     problems=problems, reads=frozenset(shown_arcs(by_project)))
+                     problems=problems, reads=frozenset(shown_arcs(by_project, by_cwd)))

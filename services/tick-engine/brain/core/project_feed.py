@@ -42,6 +42,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ from brain.core.feed_file import (
 )
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
-from brain.core.model import Activity, ArcInfo, built, field_names
+from brain.core.model import Activity, ArcInfo, field_names
 from brain.core.project import SUBFOLDER_NAMES, can_name_a_repository, is_home_folder, sole_owners
 from brain.core.redaction import redact, redact_recurring
 from brain.core.text import cut_path
@@ -172,9 +173,10 @@ def work_order(pa: ProjectArc) -> tuple[bool, float, bool, str]:
 
 
 def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[ProjectArc]]:
-    """Project -> its arcs, real work first, then most recent first."""
-    by_project: dict[str, list[ProjectArc]] = {}
-    for decision in decisions.values():
+    """Project -> its arcs, real work first, then most recent first (:func:`work_order`)."""
+    keyed: dict[str, list[tuple[tuple[bool, float, bool, str], ProjectArc]]] = {}
+    new = object.__new__
+    for decision in decisions.values():  # every arc of the view: names bound once, no helper per arc
         arc = decision.note.arc
         if arc is None or decision.status in TOMBSTONE_STATUSES:
             continue
@@ -182,11 +184,16 @@ def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[Project
         if project.lower() in UNKNOWN_PROJECTS:
             continue
         last = decision.last_active or last_active_of(decision.note)  # decided already: no second parse
-        one_shot = is_one_shot(arc, created_of(decision.note), last)
-        by_project.setdefault(project, []).append(  # one per arc of the view: no generated __init__
-            built(ProjectArc, _PROJECT_ARC_FIELDS, (decision, arc, last, one_shot, False)))
-    for arcs in by_project.values():
-        arcs.sort(key=work_order)
+        one_shot = 0 < arc.activity.user_turns <= ONE_SHOT_MAX_TURNS and \
+            last - created_of(decision.note) < ONE_SHOT_MAX_DURATION  # is_one_shot, inlined
+        pa = new(ProjectArc)  # model.built, inlined: no generated __init__
+        pa.__dict__.update(zip(_PROJECT_ARC_FIELDS, (decision, arc, last, one_shot, False), strict=True))
+        # work_order(pa), made once per arc rather than by the sort's key function
+        keyed.setdefault(project, []).append(((one_shot, -last.timestamp(), False, arc.cluster_id), pa))
+    by_project: dict[str, list[ProjectArc]] = {}
+    for project, pairs in keyed.items():
+        pairs.sort(key=itemgetter(0))
+        by_project[project] = [pa for _, pa in pairs]
     return by_project
 
 
@@ -488,26 +495,40 @@ def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> tuple
     return items, on_rows
 
 
-def shown_arcs(by_project: Mapping[str, list[ProjectArc]]) -> set[str]:
+def shown_arcs(by_project: Mapping[str, list[ProjectArc]], by_cwd: CwdLatest | None = None) -> set[str]:
     """The cluster_ids the project files, their index and ``recent-work.md`` can read: each
     project's first :data:`SHOWN_ARCS` and its newest arcs (a one-shot run sorts after real
-    work: the index's ``last_active``), and for each recorded ``cwd`` its latest arcs."""
+    work: the index's ``last_active``), and for each recorded ``cwd`` its latest arcs
+    (``by_cwd``: :func:`latest_by_cwd`, worked out here when not given)."""
     shown: set[str] = set()
-    latest: dict[str, tuple[datetime, list[str]]] = {}
     for arcs in by_project.values():
         shown.update(pa.arc.cluster_id for pa in arcs[:SHOWN_ARCS])
         newest = max((pa.last_active for pa in arcs), default=None)
         shown.update(pa.arc.cluster_id for pa in arcs if pa.last_active == newest)
-        for pa in arcs:
-            if pa.arc.cwd:
-                known = latest.get(pa.arc.cwd)
-                if known is None or known[0] < pa.last_active:
-                    latest[pa.arc.cwd] = (pa.last_active, [pa.arc.cluster_id])
-                elif known[0] == pa.last_active:
-                    known[1].append(pa.arc.cluster_id)
-    for _, ids in latest.values():
-        shown.update(ids)
+    for _, latest in (latest_by_cwd(by_project) if by_cwd is None else by_cwd).values():
+        shown.update(pa.arc.cluster_id for _, pa in latest)
     return shown
+
+
+#: Each recorded cwd (as written) -> the last activity of its latest arcs, and those arcs with
+#: their projects (:func:`latest_by_cwd`).
+CwdLatest = dict[str, tuple[datetime, list[tuple[str, "ProjectArc"]]]]
+
+
+def latest_by_cwd(by_project: Mapping[str, list[ProjectArc]]) -> CwdLatest:
+    """Each recorded cwd's latest arcs (all of the same last activity), with their projects: what
+    :func:`shown_arcs` and :func:`cwd_latest` read, worked out once a build."""
+    latest: CwdLatest = {}
+    for project, arcs in by_project.items():
+        for pa in arcs:
+            cwd = pa.arc.cwd
+            if cwd:
+                known = latest.get(cwd)
+                if known is None or known[0] < pa.last_active:
+                    latest[cwd] = (pa.last_active, [(project, pa)])
+                elif known[0] == pa.last_active:
+                    known[1].append((project, pa))
+    return latest
 
 
 def tool_run(arc: ArcInfo) -> bool:
@@ -1016,7 +1037,8 @@ def routed_inputs(routed: Routed) -> str:
 
 def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[Routed],
                   injects: Sequence[Routed], now: datetime, s: Settings, date: str,
-                  before: Mapping[str, tuple[str, str]] | None = None) -> list[FeedFile]:
+                  before: Mapping[str, tuple[str, str]] | None = None,
+                  by_cwd: CwdLatest | None = None) -> list[FeedFile]:
     """Every project's feed file, then the index (always written, so the hook knows the feed's age).
 
     ``before``: file name -> (its :attr:`FeedFile.inputs`, its text) as an earlier build wrote
@@ -1037,7 +1059,7 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
             made = project_file(project, name, arcs, signals, injects, s, date, visits_here)
         made.inputs = key
         files.append(made)
-    latest = cwd_latest(by_project)
+    latest = cwd_latest(by_project, by_cwd)
     key = index_inputs_key(by_project, files, latest, s)
     known = (before or {}).get(INDEX)
     index = _regenerated(known[1], now, s, date) if known is not None and known[0] == key else None
@@ -1047,21 +1069,14 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
     return files
 
 
-def cwd_latest(by_project: Mapping[str, list[ProjectArc]]) -> dict[str, tuple[float, str, bool]]:
+def cwd_latest(by_project: Mapping[str, list[ProjectArc]],
+               by_cwd: CwdLatest | None = None) -> dict[str, tuple[float, str, bool]]:
     """Each recorded cwd (as written) -> its latest arcs' last activity (POSIX seconds), the
     project :func:`index_file` names for it (of those arcs, the greatest name: one answer in any
     order), and whether one of them was on a git branch. The latest arcs only: those a quiet tick
-    reads too (:func:`shown_arcs`)."""
-    latest: dict[str, tuple[float, str, bool]] = {}
-    for project, arcs in by_project.items():
-        for pa in arcs:
-            if pa.arc.cwd:
-                at, known = pa.last_active.timestamp(), latest.get(pa.arc.cwd)
-                if known is None or known[0] < at:
-                    latest[pa.arc.cwd] = (at, project, bool(pa.arc.branch))
-                elif known[0] == at:
-                    latest[pa.arc.cwd] = (at, max(known[1], project), known[2] or bool(pa.arc.branch))
-    return latest
+    reads too (:func:`shown_arcs`). ``by_cwd``: :func:`latest_by_cwd`, when worked out already."""
+    return {cwd: (at.timestamp(), max(project for project, _ in arcs), any(bool(pa.arc.branch) for _, pa in arcs))
+            for cwd, (at, arcs) in (latest_by_cwd(by_project) if by_cwd is None else by_cwd).items()}
 
 
 def index_inputs_key(by_project: Mapping[str, list[ProjectArc]], made: Sequence[FeedFile],
