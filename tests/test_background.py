@@ -307,6 +307,56 @@ def test_a_forked_function_hands_back_its_bytes_or_its_failure() -> None:
     assert stderr.count("background work failed") == 1
 
 
+DONE = """
+import json, os, signal
+from brain.io.background import Forked, reap_children
+said = Forked.start(lambda: b"done")  # says it is done, then leaves: reaped later, not waited for
+made = said.output(bytes)
+killed = Forked.start(lambda: os.kill(os.getpid(), signal.SIGKILL))  # ends without a word
+lost = killed.wait(), killed.output(bytes)
+reap_children()
+try:
+    os.waitpid(-1, os.WNOHANG)
+    zombies = True
+except ChildProcessError:
+    zombies = False
+print(json.dumps({"made": made.decode(), "lost": list(lost), "zombies": zombies}))
+"""
+
+
+def test_a_child_that_said_it_was_done_is_reaped_and_one_killed_is_lost_not_waited_on() -> None:
+    """A child writes a byte on a pipe once its bytes are in, and the tick reads them without
+    waiting for the child to leave; a child killed before it said so is a failure (the end of
+    the pipe, then its exit status). Every child is reaped by the end: no zombie left."""
+    out, _ = _fresh(DONE)
+    assert out == {"made": "done", "lost": [False, None], "zombies": False}
+
+
+TICK_REAPS = FORKS + """
+import json, os, sys
+from pathlib import Path
+import brain.pipeline.tick as T
+from brain.settings import Settings
+from brain.core.timeutil import require_instant
+vault = Path(sys.argv[1])
+T.LIST_BESIDE_FILES = 4  # as a vault of thousands of files: listed by a child
+report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[2]), no_ai=True, dry_run=False)
+try:
+    os.waitpid(-1, os.WNOHANG)
+    zombies = True
+except ChildProcessError:
+    zombies = False
+print(json.dumps({"forks": forks, "quiet": bool(report.keeper.quiet), "zombies": zombies}))
+"""
+
+
+def test_a_tick_leaves_no_child_behind(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v")
+    _fresh(TICK, str(vault), "serial", NOW)
+    out, _ = _fresh(TICK_REAPS, str(vault), "2026-11-21T14:00:00Z")
+    assert out == {"forks": [True], "quiet": True, "zombies": False}
+
+
 LISTING = """
 import json, os, sys
 from pathlib import Path

@@ -53,7 +53,7 @@ from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import INBOX
 from brain.io import writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
-from brain.io.background import Forked
+from brain.io.background import Forked, reap_children
 from brain.io.transaction import Preview, Target, Transaction, transaction
 from brain.io.vault import (
     Listed,
@@ -223,6 +223,7 @@ def run_tick(
     finally:
         if tick.index_child is not None:  # the run failed before it needed the index
             _cancel_index(tick.vault, tick.index_child)
+        reap_children(wait=not process_ends)  # the children that said they were done, gone since
         # The heat inputs memo holds every note the tick decided, the scanner's caches every row
         # it loaded: let them go before the collector is back, or its first pass walks them all
         # (0.1 s after a cold tick, 66 ms after a +2 h one on 50 000 arcs).
