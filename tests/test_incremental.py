@@ -740,3 +740,55 @@ def test_a_quiet_tick_with_edits_writes_what_a_full_tick_writes(tmp_path: Path) 
     again = run_tick(s, t0 + EDITS[-1][0], no_ai=True, dry_run=False)
     assert again.exit_code == 0 and again.keeper.parsed == 0, again.keeper
     assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()
+
+
+class _Stat:
+    """The two fields of a stat the listing child compares."""
+
+    def __init__(self, size: int, mtime_ns: int) -> None:
+        self.st_size, self.st_mtime_ns = size, mtime_ns
+
+
+_PATHS = st.sampled_from([f"clusters/2026-11-0{d}/arc-{n}.md" for d in range(1, 4) for n in range(6)])
+_STATS = st.tuples(st.integers(0, 3), st.integers(0, 3))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(base=st.dictionaries(_PATHS, _STATS), delta=st.dictionaries(_PATHS, st.none() | _STATS),
+       shuffle=st.randoms(use_true_random=False), edit=st.integers(-1, 20))
+def test_the_saved_listing_in_columns_answers_the_child_as_the_listing_itself_does(
+        base: dict[str, tuple[int, int]], delta: dict[str, tuple[int, int] | None], shuffle: Any, edit: int) -> None:
+    """The listing child compares what it walked with the saved listing in columns (its base's
+    paths, sizes and mtimes, and the overlay quiet ticks wrote): the answer is the one a comparison
+    with the listing as a dictionary gives, the same files in the same order, in another order
+    (each entry's place in that dictionary), or any difference (a size, an mtime, a file more or
+    fewer), for any overlay: files changed, added, gone."""
+    from array import array
+
+    from brain.io.vault import SavedListing, _news
+
+    saved = SavedListing(list(base), array("q", [v[0] for v in base.values()]),
+                         array("q", [v[1] for v in base.values()]), delta)
+    listing = saved.as_dict()
+    assert list(zip(*saved.folded(), strict=True)) == [(rel, *entry) for rel, entry in listing.items()]
+    entries = list(listing.items())
+    if edit % 3 == 0:
+        shuffle.shuffle(entries)
+    if 0 <= edit < len(entries) and edit % 2:  # an edit that keeps the size
+        rel, (size, mtime) = entries[edit]
+        entries[edit] = (rel, (size, mtime + 1))
+    if edit == 20 and entries:
+        entries.pop()
+    found = [(rel, _Stat(size, mtime)) for rel, (size, mtime) in entries]
+    assert marshal.loads(_news(found, saved)) == marshal.loads(_news(found, listing))  # type: ignore[arg-type]
+
+
+def test_a_listing_with_an_mtime_past_2262_is_saved_and_read_back(tmp_path: Path) -> None:
+    """An mtime no 64-bit integer holds (a file touched to the year 3000) is kept as it is."""
+    import brain.pipeline.tick_state as state_module
+
+    vault = tmp_path / "v"
+    (vault / ".brain").mkdir(parents=True)
+    listing = {"clusters/a.md": (10, 32_503_680_000 * 10**9), "clusters/b.md": (20, -5)}
+    state_module.save_listing(vault, "t1", listing, {}, same=False)
+    assert state_module.load_listing(vault, "t1") == listing

@@ -23,7 +23,7 @@ import marshal
 import os
 import time
 from array import array
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -648,7 +648,81 @@ def stat_listing(vault: Path, feed_dir: Path) -> dict[str, tuple[int, int]]:
     return {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, feed_dir)}
 
 
-def listing_beside(vault: Path, feed_dir: Path, saved: Callable[[], Mapping[str, tuple[int, int]] | None] | None = None,
+class SavedListing(NamedTuple):
+    """A listing as saved (:func:`brain.pipeline.tick_state.load_saved_listing`): its base as
+    columns, the paths in order and their sizes and mtimes in arrays (a 50 000-file listing
+    loads in 7 ms, not the 30 of a dictionary of tuples), and the changes quiet ticks made since
+    (path -> size and mtime, or None for a file gone)."""
+
+    paths: list[str]
+    sizes: Sequence[int]  # an array of 64-bit integers, or a list where one did not fit (a hostile mtime)
+    mtimes: Sequence[int]
+    delta: dict[str, tuple[int, int] | None]
+
+    def as_dict(self) -> dict[str, tuple[int, int]]:
+        """path -> (size, mtime): the base with the changes on top, in that order (a file the
+        base has keeps its place, a new one comes last)."""
+        listing = dict(zip(self.paths, zip(self.sizes, self.mtimes, strict=True), strict=True))
+        for rel, entry in self.delta.items():
+            if entry is None:
+                listing.pop(rel, None)
+            else:
+                listing[rel] = entry
+        return listing
+
+    def folded(self) -> tuple[list[str], Sequence[int], Sequence[int]]:
+        """:meth:`as_dict` as columns, in the same order, without a tuple per entry."""
+        if not self.delta:
+            return self.paths, self.sizes, self.mtimes
+        delta, met = self.delta, set()
+        paths: list[str] = []
+        sizes: list[int] = []
+        mtimes: list[int] = []
+        for rel, size, mtime in zip(self.paths, self.sizes, self.mtimes, strict=True):
+            if rel in delta:
+                met.add(rel)
+                entry = delta[rel]
+                if entry is None:
+                    continue
+                size, mtime = entry
+            paths.append(rel)
+            sizes.append(size)
+            mtimes.append(mtime)
+        for rel, entry in delta.items():
+            if entry is not None and rel not in met:
+                paths.append(rel)
+                sizes.append(entry[0])
+                mtimes.append(entry[1])
+        return paths, sizes, mtimes
+
+
+def _news(found: list[tuple[str, os.stat_result]], saved: Mapping[str, tuple[int, int]] | SavedListing) -> bytes:
+    """What a listing child hands back (:func:`listing_beside`): :data:`SAME_LISTING`, the places
+    of the saved entries in the order found, or the listing as found."""
+    if isinstance(saved, SavedListing):
+        paths, sizes, mtimes = saved.folded()
+        if len(paths) == len(found):
+            place = dict(zip(paths, range(len(paths)), strict=True))  # the walk names each file once: one match each
+            for rel, st in found:
+                index = place.get(rel)
+                if index is None or sizes[index] != st.st_size or mtimes[index] != st.st_mtime_ns:
+                    break
+            else:
+                if all(rel == path for (rel, _), path in zip(found, paths, strict=True)):
+                    return marshal.dumps(SAME_LISTING)
+                return marshal.dumps((REORDERED_LISTING, array("I", [place[rel] for rel, _ in found]).tobytes()))
+    elif len(saved) == len(found):
+        get = saved.get  # the walk names each file once: same count, every entry the same = same files
+        if all(get(rel) == (st.st_size, st.st_mtime_ns) for rel, st in found):
+            if all(rel == path for (rel, _), path in zip(found, saved, strict=True)):
+                return marshal.dumps(SAME_LISTING)
+            place = {path: index for index, path in enumerate(saved)}
+            return marshal.dumps((REORDERED_LISTING, array("I", [place[rel] for rel, _ in found]).tobytes()))
+    return marshal.dumps({rel: (st.st_size, st.st_mtime_ns) for rel, st in found})
+
+
+def listing_beside(vault: Path, feed_dir: Path,
+                   saved: Callable[[], Mapping[str, tuple[int, int]] | SavedListing | None] | None = None,
                    ) -> Forked | None:
     """:func:`stat_listing` in a forked child, so this process loads what the last tick left
     while the child waits on the file system; None when it cannot fork (list here instead).
@@ -662,14 +736,9 @@ def listing_beside(vault: Path, feed_dir: Path, saved: Callable[[], Mapping[str,
     def work() -> bytes:
         found = listing_of(vault, feed_dir)
         before = saved() if saved is not None else None
-        if before is not None and len(before) == len(found):
-            get = before.get  # the walk names each file once: same count, every entry the same = same files
-            if all(get(rel) == (st.st_size, st.st_mtime_ns) for rel, st in found):
-                if all(rel == path for (rel, _), path in zip(found, before, strict=True)):
-                    return marshal.dumps(SAME_LISTING)
-                place = {path: index for index, path in enumerate(before)}
-                return marshal.dumps((REORDERED_LISTING, array("I", [place[rel] for rel, _ in found]).tobytes()))
-        return marshal.dumps({rel: (st.st_size, st.st_mtime_ns) for rel, st in found})
+        if before is None:
+            return marshal.dumps({rel: (st.st_size, st.st_mtime_ns) for rel, st in found})
+        return _news(found, before)
 
     return Forked.start(work)
 

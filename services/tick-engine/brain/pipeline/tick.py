@@ -98,6 +98,7 @@ from brain.pipeline.tick_state import (
     listing_tag,
     load_listing,
     load_memo,
+    load_saved_listing,
     load_state,
     same_standing,
     save_listing,
@@ -292,7 +293,7 @@ def _run(tick: _Tick) -> None:
             saved = load_listing(vault, tag)
         count = len(saved or ()) if listed is None else listed
         if s.fork_children and count >= LIST_BESIDE_FILES and not (fast and _in_window(tick, state)):
-            child = listing_beside(vault, tick.feed_dir, lambda: load_listing(vault, tag))
+            child = listing_beside(vault, tick.feed_dir, lambda: load_saved_listing(vault, tag))
         if not counted_first:
             saved = load_listing(vault, tag)
     left = _left_by_last(tick, state, view=True) if child is not None else None
@@ -827,7 +828,8 @@ def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, li
             or not isinstance(state.get("stats"), dict)
             or not (isinstance(candidates, dict) and isinstance(candidates.get("report"), dict))):
         return None
-    if any(rel.startswith(INBOX + "/") for rel in listing):
+    inbox = INBOX + "/"
+    if any(rel.startswith(inbox) for rel in listing):
         return None
     started = time.perf_counter()
     key = str(state.get("tick_id"))

@@ -16,7 +16,8 @@ import hashlib
 import json
 import marshal
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from array import array
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -29,7 +30,7 @@ from brain.core.model import Note
 from brain.core.snapshot import Snapshot
 from brain.io import writer
 from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular
-from brain.io.vault import frame_spans, frames, load_marshal
+from brain.io.vault import SavedListing, frame_spans, frames, load_marshal
 from brain.settings import Settings
 from brain.settings import values as settings_values
 
@@ -314,12 +315,23 @@ def load_listing(vault: Path, tag: str) -> Listing | None:
     None when missing, damaged or another tick's. Equal to this tick's listing: the vault holds the
     very files the last tick left. A wrong entry only costs the shortcut: the listing child compares
     it with the files themselves (:func:`brain.io.vault.listing_beside`)."""
+    saved = load_saved_listing(vault, tag)
+    return None if saved is None else saved.as_dict()
+
+
+def load_saved_listing(vault: Path, tag: str) -> SavedListing | None:
+    """:func:`load_listing` as saved, its base in columns (what the listing child compares with)."""
     _LISTING_BASE.update(_NO_LISTING_BASE)
     path = vault / LISTING_FILE
     saved = load_marshal(path)
-    if not (isinstance(saved, tuple) and len(saved) == 2 and isinstance(saved[0], str) and isinstance(saved[1], dict)):
+    if not (isinstance(saved, tuple) and len(saved) == 5 and saved[0] == _LISTING_FORMAT
+            and isinstance(saved[1], str) and isinstance(saved[2], str)):
         return None
-    base_tag, listing = saved
+    _, base_tag, joined, size_column, mtime_column = saved
+    paths = joined.split("\0") if joined else []
+    sizes, mtimes = _numbers(size_column), _numbers(mtime_column)
+    if sizes is None or mtimes is None or not len(paths) == len(sizes) == len(mtimes):
+        return None
     delta: dict[str, Any] = {}
     if base_tag != tag:
         overlay = load_marshal(vault / LISTING_DELTA_FILE)
@@ -327,12 +339,44 @@ def load_listing(vault: Path, tag: str) -> Listing | None:
                 and isinstance(overlay[2], dict)):
             return None
         delta = overlay[2]
-    _LISTING_BASE.update(count=len(listing))
-    _folded(listing, delta)
+    _LISTING_BASE.update(count=len(paths))
     with contextlib.suppress(OSError):
         st = os.stat(path)
         _LISTING_BASE.update(vault=vault, tag=base_tag, stat=(st.st_size, st.st_mtime_ns), delta=delta)
-    return cast(Listing, listing)
+    return SavedListing(paths, sizes, mtimes, delta)
+
+
+#: :data:`LISTING_FILE`'s form: its format, its tag, the paths joined by NUL (no path holds one),
+#: and the sizes and mtimes as arrays of 64-bit integers.
+_LISTING_FORMAT = "tick-listing/2"
+
+
+def _listing_bytes(tag: str, listing: Listing) -> bytes:
+    return marshal.dumps((_LISTING_FORMAT, tag, "\0".join(listing), _column([entry[0] for entry in listing.values()]),
+                          _column([entry[1] for entry in listing.values()])))
+
+
+def _column(values: list[int]) -> bytes | list[int]:
+    """An array's bytes, or the integers themselves where one does not fit in 64 bits (an mtime
+    past the year 2262 that someone set on a file)."""
+    try:
+        return array("q", values).tobytes()
+    except OverflowError:
+        return values
+
+
+def _numbers(column: Any) -> Sequence[int] | None:
+    """A column :func:`_column` wrote; None when it is not one."""
+    if isinstance(column, bytes):
+        numbers = array("q")
+        try:
+            numbers.frombytes(column)
+        except ValueError:
+            return None
+        return numbers
+    if isinstance(column, list) and all(type(value) is int for value in column):
+        return column
+    return None
 
 
 def _folded(listing: dict[str, Any], changes: Mapping[str, tuple[int, int] | None]) -> dict[str, Any]:
@@ -362,7 +406,7 @@ def save_listing(vault: Path, tag: str, listing: Listing, changes: Mapping[str, 
                 return len(listing) + sum(1 for rel, entry in changes.items() if entry is not None and rel not in listing) \
                     - sum(1 for rel, entry in changes.items() if entry is None and rel in listing)
     after = _folded(dict(listing), changes)
-    atomic_write(vault / LISTING_FILE, marshal.dumps((tag, after)), durable=False)
+    atomic_write(vault / LISTING_FILE, _listing_bytes(tag, after), durable=False)
     with contextlib.suppress(OSError):
         (vault / LISTING_DELTA_FILE).unlink(missing_ok=True)
     _LISTING_BASE.update(_NO_LISTING_BASE)
