@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from brain.core.model import Note
 from brain.core.timeutil import iso, require_instant
-from brain.io.vault import frame_spans, listing_of, load_view, scan
+from brain.io.vault import frame_spans, load_view, scan, stat_listing
 from brain.pipeline.tick import run_tick
 from brain.pipeline.tick_state import load_memo, write_memo_base
 from brain.search.index import rebuild
@@ -383,7 +383,7 @@ def test_the_view_stores_a_string_many_arcs_share_once(tmp_path: Path) -> None:
     s = Settings(vault=vault, conscious_cap=4)
     report = run_tick(s, require_instant(NOW), no_ai=True, dry_run=False)
     assert report.exit_code == 0, report.as_dict()
-    listing = {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, s.feed_dir)}
+    listing = stat_listing(vault, s.feed_dir)
     notes = load_view(vault, report.tick_id, listing)
     assert notes is not None
     alpha = [n.arc for n in notes.values() if n.arc is not None and n.arc.project == "alpha"]
@@ -571,7 +571,7 @@ def test_a_heat_memo_damaged_past_its_view_rows_costs_only_recomputing(tmp_path:
 
 
 def _listing(vault: Path, s: Settings) -> dict[str, tuple[int, int]]:
-    return {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, s.feed_dir)}
+    return stat_listing(vault, s.feed_dir)
 
 
 def test_a_quiet_tick_saves_only_its_changes_to_the_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -742,13 +742,6 @@ def test_a_quiet_tick_with_edits_writes_what_a_full_tick_writes(tmp_path: Path) 
     assert [w for w in again.result.written if not w.startswith("brain-feed/")] == [], again.as_dict()
 
 
-class _Stat:
-    """The two fields of a stat the listing child compares."""
-
-    def __init__(self, size: int, mtime_ns: int) -> None:
-        self.st_size, self.st_mtime_ns = size, mtime_ns
-
-
 _PATHS = st.sampled_from([f"clusters/2026-11-0{d}/arc-{n}.md" for d in range(1, 4) for n in range(6)])
 _STATS = st.tuples(st.integers(0, 3), st.integers(0, 3))
 
@@ -779,8 +772,8 @@ def test_the_saved_listing_in_columns_answers_the_child_as_the_listing_itself_do
         entries[edit] = (rel, (size, mtime + 1))
     if edit == 20 and entries:
         entries.pop()
-    found = [(rel, _Stat(size, mtime)) for rel, (size, mtime) in entries]
-    assert marshal.loads(_news(found, saved)) == marshal.loads(_news(found, listing))  # type: ignore[arg-type]
+    found = [(rel, size, mtime) for rel, (size, mtime) in entries]
+    assert marshal.loads(_news(found, saved)) == marshal.loads(_news(found, listing))
 
 
 def test_a_listing_with_an_mtime_past_2262_is_saved_and_read_back(tmp_path: Path) -> None:

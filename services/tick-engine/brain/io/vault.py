@@ -585,12 +585,13 @@ def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:
     return len(data) == size and hashlib.sha1(data, usedforsecurity=False).hexdigest() == sha1
 
 
-def walk(vault: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, os.stat_result]]:
+def walk(vault: Path, skip: frozenset[str] = frozenset(), *, lean: bool = False) -> list[Any]:
     """Every ``*.md`` file (vault-relative POSIX path, stat), dot-folders and symlinks excluded.
 
-    ``skip`` holds vault-relative folders to leave out (the brain-feed folder).
+    ``skip`` holds vault-relative folders to leave out (the brain-feed folder). ``lean``: (path, size, mtime) for each file instead of (path, stat): no stat object kept per
+    file (what a listing child hands on; 50 000 of them are 10 MB its pages would hold).
     """
-    found: list[tuple[str, os.stat_result]] = []
+    found: list[Any] = []
     stack = [(str(vault), "")]
     while stack:
         folder, rel = stack.pop()
@@ -609,7 +610,8 @@ def walk(vault: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, os.
                         if child not in skip:
                             stack.append((entry.path, child + "/"))
                     elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                        found.append((child, entry.stat(follow_symlinks=False)))
+                        st = entry.stat(follow_symlinks=False)
+                        found.append((child, st.st_size, st.st_mtime_ns) if lean else (child, st))
                 except OSError:
                     continue
     return found
@@ -638,14 +640,19 @@ class Listed(NamedTuple):
     st_mtime_ns: int
 
 
-def listing_of(vault: Path, feed_dir: Path) -> list[tuple[str, os.stat_result]]:
+def listing_of(vault: Path, feed_dir: Path) -> list[tuple[str, int, int]]:
+    """Every note of the vault but the feed folder's: (path, size, mtime), as :func:`walk` lists them."""
+    return walk(vault, _feed_skip(vault, feed_dir), lean=True)
+
+
+def _feed_skip(vault: Path, feed_dir: Path) -> frozenset[str]:
     rel = feed_relative(vault, feed_dir)
-    return walk(vault, frozenset() if rel is None else frozenset({rel}))
+    return frozenset() if rel is None else frozenset({rel})
 
 
 def stat_listing(vault: Path, feed_dir: Path) -> dict[str, tuple[int, int]]:
     """:func:`listing_of` as path -> (size, mtime), what a tick compares with the last one's."""
-    return {rel: (st.st_size, st.st_mtime_ns) for rel, st in listing_of(vault, feed_dir)}
+    return {rel: (size, mtime) for rel, size, mtime in listing_of(vault, feed_dir)}
 
 
 class SavedListing(NamedTuple):
@@ -696,29 +703,30 @@ class SavedListing(NamedTuple):
         return paths, sizes, mtimes
 
 
-def _news(found: list[tuple[str, os.stat_result]], saved: Mapping[str, tuple[int, int]] | SavedListing) -> bytes:
-    """What a listing child hands back (:func:`listing_beside`): :data:`SAME_LISTING`, the places
-    of the saved entries in the order found, or the listing as found."""
+def _news(found: list[tuple[str, int, int]], saved: Mapping[str, tuple[int, int]] | SavedListing) -> bytes:
+    """What a listing child hands back (:func:`listing_beside`) for what it walked (``found``:
+    :func:`listing_of`): :data:`SAME_LISTING`, the places of the saved entries in the order found,
+    or the listing as found."""
     if isinstance(saved, SavedListing):
         paths, sizes, mtimes = saved.folded()
         if len(paths) == len(found):
             place = dict(zip(paths, range(len(paths)), strict=True))  # the walk names each file once: one match each
-            for rel, st in found:
+            for rel, size, mtime in found:
                 index = place.get(rel)
-                if index is None or sizes[index] != st.st_size or mtimes[index] != st.st_mtime_ns:
+                if index is None or sizes[index] != size or mtimes[index] != mtime:
                     break
             else:
-                if all(rel == path for (rel, _), path in zip(found, paths, strict=True)):
+                if all(entry[0] == path for entry, path in zip(found, paths, strict=True)):
                     return marshal.dumps(SAME_LISTING)
-                return marshal.dumps((REORDERED_LISTING, array("I", [place[rel] for rel, _ in found]).tobytes()))
+                return marshal.dumps((REORDERED_LISTING, array("I", [place[entry[0]] for entry in found]).tobytes()))
     elif len(saved) == len(found):
         get = saved.get  # the walk names each file once: same count, every entry the same = same files
-        if all(get(rel) == (st.st_size, st.st_mtime_ns) for rel, st in found):
-            if all(rel == path for (rel, _), path in zip(found, saved, strict=True)):
+        if all(get(rel) == (size, mtime) for rel, size, mtime in found):
+            if all(entry[0] == path for entry, path in zip(found, saved, strict=True)):
                 return marshal.dumps(SAME_LISTING)
             place = {path: index for index, path in enumerate(saved)}
-            return marshal.dumps((REORDERED_LISTING, array("I", [place[rel] for rel, _ in found]).tobytes()))
-    return marshal.dumps({rel: (st.st_size, st.st_mtime_ns) for rel, st in found})
+            return marshal.dumps((REORDERED_LISTING, array("I", [place[entry[0]] for entry in found]).tobytes()))
+    return marshal.dumps({rel: (size, mtime) for rel, size, mtime in found})
 
 
 def listing_beside(vault: Path, feed_dir: Path,
@@ -737,7 +745,7 @@ def listing_beside(vault: Path, feed_dir: Path,
         found = listing_of(vault, feed_dir)
         before = saved() if saved is not None else None
         if before is None:
-            return marshal.dumps({rel: (st.st_size, st.st_mtime_ns) for rel, st in found})
+            return marshal.dumps({rel: (size, mtime) for rel, size, mtime in found})
         return _news(found, before)
 
     return Forked.start(work)
@@ -811,7 +819,7 @@ def scan(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for rel, st in listing if listing is not None else listing_of(vault, feed_dir):
+        for rel, st in listing if listing is not None else walk(vault, _feed_skip(vault, feed_dir)):
             row: Any = cache.get(rel)
             since, from_view = later.get(rel), False
             fits = _matches(row, st)
