@@ -585,35 +585,54 @@ def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:
     return len(data) == size and hashlib.sha1(data, usedforsecurity=False).hexdigest() == sha1
 
 
+#: Folders are read through a descriptor where the system can (Linux, macOS): each file's stat is
+#: then an ``fstatat`` of its name in that folder, not an ``lstat`` that walks the whole path
+#: again (10-20 % of a listing of 10 000 files).
+_BY_DESCRIPTOR = os.scandir in os.supports_fd and os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+
+
 def walk(vault: Path, skip: frozenset[str] = frozenset(), *, lean: bool = False) -> list[Any]:
     """Every ``*.md`` file (vault-relative POSIX path, stat), dot-folders and symlinks excluded.
 
-    ``skip`` holds vault-relative folders to leave out (the brain-feed folder). ``lean``: (path, size, mtime) for each file instead of (path, stat): no stat object kept per
-    file (what a listing child hands on; 50 000 of them are 10 MB its pages would hold).
+    ``skip`` holds vault-relative folders to leave out (the brain-feed folder). ``lean``: (path,
+    size, mtime) for each file instead of (path, stat): no stat object kept per file (what a
+    listing child hands on; 50 000 of them are 10 MB its pages would hold).
     """
     found: list[Any] = []
     stack = [(str(vault), "")]
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     while stack:
         folder, rel = stack.pop()
+        fd = -1
         try:
-            entries = os.scandir(folder)
+            if _BY_DESCRIPTOR:
+                fd = os.open(folder, flags)  # a folder swapped for a link since it was listed: not followed
+                entries = os.scandir(fd)
+            else:
+                entries = os.scandir(folder)
         except OSError:
+            if fd >= 0:
+                os.close(fd)
             continue
-        with entries:
-            for entry in entries:
-                name = entry.name
-                if name.startswith(".") or entry.is_symlink():
-                    continue  # dot-folders (.brain, .obsidian, .trash, .git) are hidden; symlinks are never followed
-                child = f"{rel}{name}"
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if child not in skip:
-                            stack.append((entry.path, child + "/"))
-                    elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        found.append((child, st.st_size, st.st_mtime_ns) if lean else (child, st))
-                except OSError:
-                    continue
+        try:
+            with entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith(".") or entry.is_symlink():
+                        continue  # dot-folders (.brain, .obsidian, .trash, .git) are hidden; symlinks are never followed
+                    child = f"{rel}{name}"
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if child not in skip:
+                                stack.append((f"{folder}/{name}", child + "/"))
+                        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                            st = entry.stat(follow_symlinks=False)
+                            found.append((child, st.st_size, st.st_mtime_ns) if lean else (child, st))
+                    except OSError:
+                        continue
+        finally:
+            if fd >= 0:
+                os.close(fd)
     return found
 
 
