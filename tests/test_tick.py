@@ -199,6 +199,18 @@ def test_symlinks_out_of_the_vault_are_not_followed(vault: Path, tmp_path: Path)
     assert tree_digest(outside) == before
 
 
+def test_a_vault_reached_through_a_link_is_read_and_ticked(vault: Path, tmp_path: Path) -> None:
+    """The vault folder itself may be a link (to a synced folder): it is followed, the links inside
+    it still are not."""
+    write_arc(vault, "clusters/2026-11-21", "2026-11-21-linked-0123456789ab", sessions=["a", "b", "c"],
+              tool_calls=2000, last_active="2026-11-21T11:00:00Z")
+    linked = tmp_path / "linked-vault"
+    linked.symlink_to(vault)
+    code, report = run_tick_json(linked)
+    assert code == 0 and report["stats"]["arcs"] == 1, report
+    assert (vault / "frontal-lobe/conscious/2026-11-21-linked-0123456789ab.md").is_file()
+
+
 def test_dot_folders_and_obsidian_are_skipped(vault: Path) -> None:
     for folder in (".obsidian", ".trash", ".hidden/deep"):
         write_arc(vault, folder, f"2026-11-21-{folder.strip('.').replace('/', '-')}-0123456789ab",

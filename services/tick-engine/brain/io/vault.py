@@ -600,13 +600,16 @@ def walk(vault: Path, skip: frozenset[str] = frozenset(), *, lean: bool = False)
     """
     found: list[Any] = []
     stack = [(str(vault), "")]
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+    nofollow = flags | getattr(os, "O_NOFOLLOW", 0)
     while stack:
         folder, rel = stack.pop()
         fd = -1
         try:
             if _BY_DESCRIPTOR:
-                fd = os.open(folder, flags)  # a folder swapped for a link since it was listed: not followed
+                # The vault itself may be a link (to a synced folder); a folder inside it that was
+                # swapped for a link since it was listed is not followed.
+                fd = os.open(folder, nofollow if rel else flags)
                 entries = os.scandir(fd)
             else:
                 entries = os.scandir(folder)
