@@ -757,7 +757,8 @@ def listing_beside(vault: Path, feed_dir: Path,
     """:func:`stat_listing` in a forked child, so this process loads what the last tick left
     while the child waits on the file system; None when it cannot fork (list here instead).
 
-    ``saved`` loads, in the child, the listing the last tick left: when the child finds the very
+    ``saved`` loads, in the child, the listing the last tick left (a :class:`SavedListing`, or a
+    dictionary like the one this returns): when the child finds the very
     same files (sizes, mtimes and order), it says so instead of handing back every entry, and
     :func:`listing_from` gives the caller its own copy of that listing. The same files in another
     order (the last tick moved an arc: the folder lists it elsewhere than at the end, where that
