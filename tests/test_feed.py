@@ -667,3 +667,30 @@ def test_files_read_in_installed_dependencies_rank_after_the_projects_own() -> N
     assert work_keys([session])["files"] == [
         "lib/spotter/otel.ex", "lib/spotter/session.ex", "deps/opentelemetry_api/src/otel_span.erl",
         ".venv/lib/python3.12/site-packages/y.py", "node_modules/x/index.js"]
+
+
+def test_valid_until_reads_only_the_notes_the_feed_found_marked_and_ends_where_it_did(tmp_path: Path) -> None:
+    """The window an unchanged vault plans nothing in ends at the first inject expiry, cleared
+    signal's removal or heat step; read from the notes the feed found holding a signal or an
+    inject, it ends where reading every arc's markers does, whatever other notes hold."""
+    from brain.io.vault import scan
+
+    vault = tmp_path / "v"
+    inject = "<!-- @inject ttl_days=2 date=2026-11-20 -->\nRun the tests first.\n<!-- @/inject -->\n"
+    cleared = ("<!-- @signal severity=resolved source=ci cleared_at=2026-11-21T18:30:00Z -->\n"
+               "CI was red (CLEARED: fixed)\n<!-- @/signal -->\n")
+    for n, body in enumerate((inject, cleared, "<!-- @lesson -->\nMeasure first.\n<!-- @/lesson -->\n", "")):
+        write_arc(vault, "clusters/2026-11-20", f"2026-11-20-arc-{n}-0123456789a{n}", body=body,
+                  last_active=f"2026-11-{10 + n:02d}T10:00:00Z")
+    (vault / "left").mkdir(exist_ok=True)
+    (vault / "left" / "operator.md").write_text("# Notes\n\n" + inject, encoding="utf-8")  # not an arc: not read
+    s = Settings(vault=vault)
+    snapshot = scan(vault, feed_dir=s.feed_dir, max_note_bytes=s.max_note_bytes, write_cache=False)
+    decisions = keeper.decide(snapshot.notes.values(), NOW, s, horizon=True)
+    marked = feed.with_markers(snapshot.notes.values(), frozenset({"signal", "inject"}))
+    assert len(marked) == 3
+    every = keeper.valid_until(decisions, NOW, s)
+    assert keeper.valid_until(decisions, NOW, s, marked=marked) == every
+    assert every == datetime(2026, 11, 21, 18, 30, tzinfo=UTC)  # the cleared signal goes then
+    # Without the cleared signal's note, the inject's expiry (the next day) or the day's end comes first.
+    assert keeper.valid_until(decisions, NOW, s, marked=[m for m in marked if "arc-1" not in m.path]) > every

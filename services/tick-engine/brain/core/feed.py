@@ -385,6 +385,9 @@ class BuiltFeed:
     #: those holding signals or injects: each project's latest, each recorded cwd's latest.
     reads: frozenset[str] = frozenset()
     problems: list[Problem] = field(default_factory=list)  # bad values met (reported, never fatal)
+    #: The notes holding a signal or an inject (:func:`with_markers`), in their order: what
+    #: :func:`brain.core.keeper.valid_until` reads besides the decisions.
+    marked: list[Note] = field(default_factory=list)
 
 
 #: The markers the signals and inject files list.
@@ -431,4 +434,4 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     by_cwd = latest_by_cwd(by_project)
     files.extend(project_files(by_project, routed_signals, routed_injects, now, s, date, inputs.built_before, by_cwd))
     return BuiltFeed(files, signals_active=len(signal_list), inject_blocks=len(live), fixed_tokens=fixed,
-                     problems=problems, reads=frozenset(shown_arcs(by_project, by_cwd)))
+                     problems=problems, reads=frozenset(shown_arcs(by_project, by_cwd)), marked=marked)

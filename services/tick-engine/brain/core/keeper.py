@@ -395,13 +395,16 @@ def render(text: str, decision: ArcDecision) -> str:
     return document.render()
 
 
-def valid_until(decisions: KeeperDecisions, now: datetime, s: Settings) -> datetime:
+def valid_until(decisions: KeeperDecisions, now: datetime, s: Settings, *,
+                marked: Iterable[Note] | None = None) -> datetime:
     """The last instant at which the same files still give the same plan as at ``now``.
 
     Heat and graduation change at instants :func:`brain.core.heat.next_change` knows per arc
     (collected by :func:`decide`); inject expiry, signal tombstones and the feed's date at
     others. Until the earliest of them an unchanged vault plans nothing, which is what lets a
-    steady-state tick stop after listing the files.
+    steady-state tick stop after listing the files. ``marked``: the notes that hold a signal or an
+    inject (the feed's :func:`brain.core.feed.with_markers`), when known: only their markers are
+    read, not every arc's.
     """
     tick = timedelta(microseconds=1)
     # The feed carries the date: the window ends just before midnight.
@@ -409,8 +412,13 @@ def valid_until(decisions: KeeperDecisions, now: datetime, s: Settings) -> datet
     candidates = [midnight]
     if decisions.next_change is not None:  # decided with horizon=True
         candidates.append(decisions.next_change - tick)
-    for decision in decisions.arcs.values():
-        note = decision.note
+    if marked is None:
+        notes: Iterable[Note] = (decision.note for decision in decisions.arcs.values())
+    else:  # those of them decided (an arc's own note: not a duplicate, not an alarm file)
+        arcs = decisions.arcs
+        notes = (note for note in marked if note.arc is not None
+                 and (known := arcs.get(note.arc.cluster_id)) is not None and known.note is note)
+    for note in notes:
         if note.arc is None or note.arc.is_tombstone:
             continue
         for marker in note.markers:

@@ -35,6 +35,7 @@ class KeeperPlan:
     predicted: dict[str, Note] = field(default_factory=dict)  # path after this tick -> its note
     feed_reads: frozenset[str] = frozenset()  # :attr:`brain.core.feed.BuiltFeed.reads`
     feed_inputs: dict[str, str] = field(default_factory=dict)  # feed name -> its inputs (or stamped) digest
+    feed_marked: list[Note] | None = None  # :attr:`brain.core.feed.BuiltFeed.marked`
 
 
 MAX_DIFF_LINES = 200
@@ -151,6 +152,7 @@ def plan_keeper(
     out.signals_active = built.signals_active
     out.inject_blocks = built.inject_blocks
     out.feed_reads = built.reads
+    out.feed_marked = built.marked
     out.problems.extend(built.problems)
     for feed_file in built.files:
         text = feed_file.render()

@@ -423,7 +423,7 @@ def _run(tick: _Tick) -> None:
                     listed_key if final is kplan.decisions else dashboards_key(final),
                     {name: [inputs, writer.sha1_bytes(final_plan.feed_files[name].encode("utf-8"))]
                      for name, inputs in final_plan.feed_inputs.items()},
-                    view=view, same=same)
+                    view=view, same=same, marked=final_plan.feed_marked)
 
 
 def _verified(tick: _Tick, snapshot: Snapshot, final_plan: KeeperPlan,
@@ -743,14 +743,15 @@ def _decide_quiet(tick: _Tick, snapshot: Snapshot, memo: MemoRows) -> QuietDecid
 
 def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
                 dashboards: str | None, feed_inputs: Mapping[str, list[str]], *,
-                view: Iterable[Note] | None = None, same: bool = False) -> None:
+                view: Iterable[Note] | None = None, same: bool = False, marked: list[Note] | None = None) -> None:
     """Remember this verified outcome so an unchanged vault can skip the work next time.
 
     ``feed_inputs``: feed name -> its inputs digest and the hash of the text written
     (:func:`feed_before`); ``view``: the notes a quiet tick on these very files needs
-    (:func:`view_notes`); ``same``: ``listing`` holds the files the last tick left (:func:`save_listing`)."""
+    (:func:`view_notes`); ``same``: ``listing`` holds the files the last tick left (:func:`save_listing`);
+    ``marked``: the notes holding a signal or an inject, as the feed found them (:func:`valid_until`)."""
     try:
-        _write_state(tick, listing, snapshot, decisions, dashboards, feed_inputs, view, same)
+        _write_state(tick, listing, snapshot, decisions, dashboards, feed_inputs, view, same, marked)
     except OSError as exc:  # a folder or a read-only file where the state goes: the next tick does it all
         named = exc.filename2 or exc.filename  # a rename's target, not the temp file it came from
         where = os.path.relpath(named, tick.vault) if isinstance(named, str) else STATE_FILE
@@ -760,7 +761,7 @@ def _save_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: Ke
 
 def _write_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: KeeperDecisions,
                  dashboards: str | None, feed_inputs: Mapping[str, list[str]], view: Iterable[Note] | None,
-                 same: bool) -> None:
+                 same: bool, marked: list[Note] | None) -> None:
     report, vault = tick.report, tick.vault
     path = vault / STATE_FILE
     if report.exit_code != 0 or report.result.conflicts or report.amygdala_failed or report.ai_applied:
@@ -777,7 +778,7 @@ def _write_state(tick: _Tick, listing: Listing, snapshot: Snapshot, decisions: K
         "tick_id": report.tick_id,
         "now": iso(tick.now),
         # The feed's index says when it was generated: refresh it before the hook would call it stale.
-        "valid_until": iso(min(valid_until(decisions, tick.now, tick.s),
+        "valid_until": iso(min(valid_until(decisions, tick.now, tick.s, marked=marked),
                                tick.now + timedelta(seconds=tick.s.feed_ttl_seconds / 2))),
         "fingerprint": fingerprint(tick.s, tick.feed_dir),
         "stats": report.stats,
