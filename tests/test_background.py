@@ -367,7 +367,7 @@ saved = V.stat_listing(vault, feed)
 def listed(given, load):
     child = V.listing_beside(vault, feed, load)
     assert child is not None
-    return V.listing_from(child, vault, feed, given)
+    return V.found_listing(child, vault, feed, given)[0]
 out = {"same": listed(saved, lambda: dict(saved)) is saved}
 reordered = dict(reversed(list(saved.items())))
 out["reordered"] = listed(reordered, lambda: dict(reordered)) is reordered
@@ -401,14 +401,14 @@ reordered = dict(reversed(list(found.items())))
 child = V.listing_beside(vault, feed, lambda: dict(reordered))
 reply = child.output(marshal.loads)
 child = V.listing_beside(vault, feed, lambda: dict(reordered))
-got = V.listing_from(child, vault, feed, reordered)
+got = V.found_listing(child, vault, feed, reordered)[0]
 edited = dict(reordered)
 edited[next(iter(edited))] = (0, 0)
 child = V.listing_beside(vault, feed, lambda: dict(edited))
 print(json.dumps({"reply": [reply[0], len(reply[1])] if isinstance(reply, tuple) else type(reply).__name__,
                   "entries": len(found), "as found": list(got.items()) == list(found.items()),
                   "values are the copy's": all(got[k] is reordered[k] for k in got),
-                  "edited": V.listing_from(child, vault, feed, edited) == found}))
+                  "edited": V.found_listing(child, vault, feed, edited)[0] == found}))
 """
 
 

@@ -23,14 +23,13 @@ from brain.core.heat import (
     next_change,
 )
 from brain.core.markers import Marker
-from brain.core.model import Note, Problem, field_names, replaced
+from brain.core.model import Note, Problem, built, field_names, replaced
 from brain.core.timeutil import parse_instant
 from brain.core.vocab import (
     CONSCIOUS,
     DEFAULT_GRADUATION_FOLDER,
     GRADUATION_FOLDERS,
     MANAGED_ROOTS,
-    TOMBSTONE_STATUSES,
     UNCONSCIOUS,
 )
 from brain.settings import Settings
@@ -226,29 +225,27 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
     reused: dict[int, ArcDecision] = {}  # id(note) -> its decision in ``reuse``
     horizons: dict[int, datetime | None] = {}  # id(note) -> its next change (with horizon)
     stamp = micros(now)
-    # Every arc of the view goes through these two loops twice a tick (the keeper, verify): names
-    # are bound once, the memo's row is read in place, and no helper is called per arc.
+    # Every arc of the view goes through these two loops twice a tick (the keeper, verify): the
+    # lookups are bound once.
     remember = memo.get if memo is not None else None
     prior_of = reuse.arcs.get if reuse is not None and not horizon else None
-    conscious_prefix = CONSCIOUS + "/"
     for cluster_id, note in by_id.items():
         arc = note.arc
         assert arc is not None
         path = note.path
-        top = path.split("/", 1)[0] if "/" in path else ""
+        top = top_folder(path)
         if top == "amygdala":
             continue  # alarm files belong to the amygdala consumer
-        if arc.status in TOMBSTONE_STATUSES:
+        if arc.is_tombstone:
             out.arcs[cluster_id] = ArcDecision(note, arc.heat if arc.heat is not None else 0, arc.status, path)
             continue
         hit = remember(path) if remember is not None else None
-        if hit is not None and hit.sha1 == note.sha1 and hit.decided <= stamp and (hit.until is None
-                                                                                 or stamp < hit.until):
+        if hit is not None and hit.holds(note, stamp):
             if horizon and hit.dated_badly:
                 out.problems.extend(date_problems(note))
                 out.dated_badly.add(cluster_id)
-            heat, last_active = hit.heat, _EPOCH + timedelta(microseconds=hit.last_active)
-            changes = _EPOCH + timedelta(microseconds=hit.until) if hit.until is not None else None
+            heat, last_active = hit.heat, instant_of(hit.last_active)
+            changes = instant_of(hit.until) if hit.until is not None else None
             out.remembered += 1
         else:
             if horizon:  # the keeper's pass reports bad dates; a check pass need not again
@@ -268,7 +265,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
                 changes = next_change(inputs, now, s, heat) if horizon else None
                 if horizon:
                     out.fresh.add(cluster_id)
-        live.append((note, heat, last_active, top in MANAGED_ROOTS, path.startswith(conscious_prefix)))
+        live.append((note, heat, last_active, top in MANAGED_ROOTS, in_conscious(path)))
         if horizon:
             horizons[id(note)] = changes
             if changes is not None and (out.next_change is None or changes < out.next_change):
@@ -294,7 +291,7 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         idle_since = now - timedelta(days=s.graduate_days)  # idle for longer: last active before this
     except OverflowError:  # a --now in the first century: nothing was active before it
         idle_since = datetime.min.replace(tzinfo=UTC)
-    graduate_heat, arcs, new = s.graduate_heat, out.arcs, object.__new__
+    graduate_heat, arcs = s.graduate_heat, out.arcs
     for note, heat, last_active, managed, conscious in live:
         arc = note.arc
         assert arc is not None
@@ -325,10 +322,8 @@ def decide(notes: Iterable[Note], now: datetime, s: Settings, *, horizon: bool =
         if prior is not None and move is None and heat == prior.heat and status == prior.status:
             arcs[arc.cluster_id] = prior  # decided the same way: that very decision (verify's pass)
             continue
-        decision = new(ArcDecision)  # 10 000 a pass: :func:`built`, inlined, not the generated __init__
-        decision.__dict__.update(zip(_DECISION_FIELDS, (note, heat, status, path, move, drops, horizons.get(key),
-                                                        last_active), strict=True))
-        arcs[arc.cluster_id] = decision
+        arcs[arc.cluster_id] = built(ArcDecision, _DECISION_FIELDS,  # 10 000 a pass: no generated __init__
+                                     (note, heat, status, path, move, drops, horizons.get(key), last_active))
     return out
 
 

@@ -42,7 +42,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,7 @@ from brain.core.feed_file import (
 )
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision
-from brain.core.model import Activity, ArcInfo, field_names
+from brain.core.model import Activity, ArcInfo, built, field_names
 from brain.core.project import SUBFOLDER_NAMES, can_name_a_repository, is_home_folder, sole_owners
 from brain.core.redaction import redact, redact_recurring
 from brain.core.text import cut_path
@@ -174,9 +173,8 @@ def work_order(pa: ProjectArc) -> tuple[bool, float, bool, str]:
 
 def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[ProjectArc]]:
     """Project -> its arcs, real work first, then most recent first (:func:`work_order`)."""
-    keyed: dict[str, list[tuple[tuple[bool, float, bool, str], ProjectArc]]] = {}
-    new = object.__new__
-    for decision in decisions.values():  # every arc of the view: names bound once, no helper per arc
+    by_project: dict[str, list[ProjectArc]] = {}
+    for decision in decisions.values():
         arc = decision.note.arc
         if arc is None or decision.status in TOMBSTONE_STATUSES:
             continue
@@ -184,16 +182,11 @@ def project_arcs(decisions: Mapping[str, ArcDecision]) -> dict[str, list[Project
         if project.lower() in UNKNOWN_PROJECTS:
             continue
         last = decision.last_active or last_active_of(decision.note)  # decided already: no second parse
-        one_shot = 0 < arc.activity.user_turns <= ONE_SHOT_MAX_TURNS and \
-            last - created_of(decision.note) < ONE_SHOT_MAX_DURATION  # is_one_shot, inlined
-        pa = new(ProjectArc)  # model.built, inlined: no generated __init__
-        pa.__dict__.update(zip(_PROJECT_ARC_FIELDS, (decision, arc, last, one_shot, False), strict=True))
-        # work_order(pa), made once per arc rather than by the sort's key function
-        keyed.setdefault(project, []).append(((one_shot, -last.timestamp(), False, arc.cluster_id), pa))
-    by_project: dict[str, list[ProjectArc]] = {}
-    for project, pairs in keyed.items():
-        pairs.sort(key=itemgetter(0))
-        by_project[project] = [pa for _, pa in pairs]
+        one_shot = is_one_shot(arc, created_of(decision.note), last)
+        by_project.setdefault(project, []).append(  # one per arc of the view: no generated __init__
+            built(ProjectArc, _PROJECT_ARC_FIELDS, (decision, arc, last, one_shot, False)))
+    for arcs in by_project.values():
+        arcs.sort(key=work_order)  # the key is made once per arc
     return by_project
 
 

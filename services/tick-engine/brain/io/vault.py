@@ -56,11 +56,12 @@ __all__ = [
     "drop_view",
     "expect_of",
     "feed_relative",
+    "folded_into",
     "forget_loaded",
+    "found_listing",
     "frame_spans",
     "frames",
     "listing_beside",
-    "listing_from",
     "listing_of",
     "load_marshal",
     "load_view",
@@ -677,6 +678,17 @@ def stat_listing(vault: Path, feed_dir: Path) -> dict[str, tuple[int, int]]:
     return {rel: (size, mtime) for rel, size, mtime in listing_of(vault, feed_dir)}
 
 
+def folded_into(listing: dict[str, tuple[int, int]], changes: Mapping[str, tuple[int, int] | None],
+                ) -> dict[str, tuple[int, int]]:
+    """``listing`` (changed in place) with ``changes``: each entry set, or dropped for None."""
+    for rel, entry in changes.items():
+        if entry is None:
+            listing.pop(rel, None)
+        else:
+            listing[rel] = entry
+    return listing
+
+
 class SavedListing(NamedTuple):
     """A listing as saved (:func:`brain.pipeline.tick_state.load_saved_listing`): its base as
     columns, the paths in order and their sizes and mtimes in arrays (a 50 000-file listing
@@ -691,13 +703,7 @@ class SavedListing(NamedTuple):
     def as_dict(self) -> dict[str, tuple[int, int]]:
         """path -> (size, mtime): the base with the changes on top, in that order (a file the
         base has keeps its place, a new one comes last)."""
-        listing = dict(zip(self.paths, zip(self.sizes, self.mtimes, strict=True), strict=True))
-        for rel, entry in self.delta.items():
-            if entry is None:
-                listing.pop(rel, None)
-            else:
-                listing[rel] = entry
-        return listing
+        return folded_into(dict(zip(self.paths, zip(self.sizes, self.mtimes, strict=True), strict=True)), self.delta)
 
     def folded(self) -> tuple[list[str], Sequence[int], Sequence[int]]:
         """:meth:`as_dict` as columns, in the same order, without a tuple per entry."""
@@ -728,25 +734,20 @@ class SavedListing(NamedTuple):
 def _news(found: list[tuple[str, int, int]], saved: Mapping[str, tuple[int, int]] | SavedListing) -> bytes:
     """What a listing child hands back (:func:`listing_beside`) for what it walked (``found``:
     :func:`listing_of`): :data:`SAME_LISTING`, the places of the saved entries in the order found,
-    or the listing as found."""
+    or the listing as found. ``saved`` as a dictionary is compared as its columns."""
     if isinstance(saved, SavedListing):
         paths, sizes, mtimes = saved.folded()
-        if len(paths) == len(found):
-            place = dict(zip(paths, range(len(paths)), strict=True))  # the walk names each file once: one match each
-            for rel, size, mtime in found:
-                index = place.get(rel)
-                if index is None or sizes[index] != size or mtimes[index] != mtime:
-                    break
-            else:
-                if all(entry[0] == path for entry, path in zip(found, paths, strict=True)):
-                    return marshal.dumps(SAME_LISTING)
-                return marshal.dumps((REORDERED_LISTING, array("I", [place[entry[0]] for entry in found]).tobytes()))
-    elif len(saved) == len(found):
-        get = saved.get  # the walk names each file once: same count, every entry the same = same files
-        if all(get(rel) == (size, mtime) for rel, size, mtime in found):
-            if all(entry[0] == path for entry, path in zip(found, saved, strict=True)):
+    else:
+        paths, sizes, mtimes = list(saved), [e[0] for e in saved.values()], [e[1] for e in saved.values()]
+    if len(paths) == len(found):
+        place = dict(zip(paths, range(len(paths)), strict=True))  # the walk names each file once: one match each
+        for rel, size, mtime in found:
+            index = place.get(rel)
+            if index is None or sizes[index] != size or mtimes[index] != mtime:
+                break
+        else:
+            if all(entry[0] == path for entry, path in zip(found, paths, strict=True)):
                 return marshal.dumps(SAME_LISTING)
-            place = {path: index for index, path in enumerate(saved)}
             return marshal.dumps((REORDERED_LISTING, array("I", [place[entry[0]] for entry in found]).tobytes()))
     return marshal.dumps({rel: (size, mtime) for rel, size, mtime in found})
 
@@ -760,7 +761,7 @@ def listing_beside(vault: Path, feed_dir: Path,
     ``saved`` loads, in the child, the listing the last tick left (a :class:`SavedListing`, or a
     dictionary like the one this returns): when the child finds the very
     same files (sizes, mtimes and order), it says so instead of handing back every entry, and
-    :func:`listing_from` gives the caller its own copy of that listing. The same files in another
+    :func:`found_listing` gives the caller its own copy of that listing. The same files in another
     order (the last tick moved an arc: the folder lists it elsewhere than at the end, where that
     tick put it) come back as each found entry's place in that listing, and the caller rebuilds
     the listing as found from its copy: an index per entry crosses, not the entry."""
@@ -780,18 +781,12 @@ SAME_LISTING = "same as the saved listing"
 REORDERED_LISTING = "the saved listing, reordered"
 
 
-def listing_from(child: Forked, vault: Path, feed_dir: Path,
-                 saved: dict[str, tuple[int, int]] | None = None) -> dict[str, tuple[int, int]]:
+def found_listing(child: Forked, vault: Path, feed_dir: Path, saved: dict[str, tuple[int, int]] | None = None,
+                  ) -> tuple[dict[str, tuple[int, int]], bool]:
     """The listing ``child`` (:func:`listing_beside`) made: ``saved`` (this process's copy of the
     listing the child compared with) when the child found it unchanged, or its entries in the
     order the child found them; listed here when the child failed, or found it unchanged while
-    this process has no copy."""
-    return found_listing(child, vault, feed_dir, saved)[0]
-
-
-def found_listing(child: Forked, vault: Path, feed_dir: Path, saved: dict[str, tuple[int, int]] | None = None,
-                  ) -> tuple[dict[str, tuple[int, int]], bool]:
-    """:func:`listing_from`, and whether the child found the very entries of ``saved`` (in any
+    this process has no copy. And whether the child found the very entries of ``saved`` (in any
     order): the caller need not compare the two again (50 000 entries: 13 ms a comparison)."""
     found = child.output(marshal.loads)
     if isinstance(found, dict):

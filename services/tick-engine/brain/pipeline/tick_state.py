@@ -30,7 +30,7 @@ from brain.core.model import Note
 from brain.core.snapshot import Snapshot
 from brain.io import writer
 from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular
-from brain.io.vault import SavedListing, frame_spans, frames, load_marshal
+from brain.io.vault import SavedListing, folded_into, frame_spans, frames, load_marshal
 from brain.settings import Settings
 from brain.settings import values as settings_values
 
@@ -379,16 +379,6 @@ def _numbers(column: Any) -> Sequence[int] | None:
     return None
 
 
-def _folded(listing: dict[str, Any], changes: Mapping[str, tuple[int, int] | None]) -> dict[str, Any]:
-    """``listing`` (changed in place) with ``changes``: each entry set, or dropped for None."""
-    for rel, entry in changes.items():
-        if entry is None:
-            listing.pop(rel, None)
-        else:
-            listing[rel] = entry
-    return listing
-
-
 def save_listing(vault: Path, tag: str, listing: Listing, changes: Mapping[str, tuple[int, int] | None], *,
                  same: bool) -> int:
     """Save the listing the next tick compares with: ``listing`` (this tick's, as it began) with this
@@ -405,7 +395,7 @@ def save_listing(vault: Path, tag: str, listing: Listing, changes: Mapping[str, 
                 base["delta"] = delta
                 return len(listing) + sum(1 for rel, entry in changes.items() if entry is not None and rel not in listing) \
                     - sum(1 for rel, entry in changes.items() if entry is None and rel in listing)
-    after = _folded(dict(listing), changes)
+    after = folded_into(dict(listing), changes)
     atomic_write(vault / LISTING_FILE, _listing_bytes(tag, after), durable=False)
     with contextlib.suppress(OSError):
         (vault / LISTING_DELTA_FILE).unlink(missing_ok=True)
