@@ -390,8 +390,9 @@ class BuiltFeed:
     marked: list[Note] = field(default_factory=list)
 
 
-#: The markers the signals and inject files list.
-_FEED_MARKERS = frozenset({"signal", "inject"})
+#: The markers the signals and inject files list: every feed build reads the notes holding one,
+#: wherever they are (a quiet tick's view keeps them all).
+FEED_MARKERS = frozenset({"signal", "inject"})
 
 
 def with_markers(notes: Iterable[Note], types: frozenset[str]) -> list[Note]:
@@ -410,7 +411,7 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     s, now = inputs.settings, inputs.now
     date = now.date().isoformat()
     problems: list[Problem] = []
-    marked = with_markers(inputs.notes, _FEED_MARKERS)  # one walk over every marker, not one per file
+    marked = with_markers(inputs.notes, FEED_MARKERS)  # one walk over every marker, not one per file
     signal_list = signal_views(marked, inputs.decisions)
     signal_file, routed_signals = signals(signal_list, s, date)
     live = live_injects(marked, inputs.decisions, now, s, problems)

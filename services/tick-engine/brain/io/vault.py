@@ -592,14 +592,13 @@ def _same_content(vault: Path, rel: str, size: int, sha1: str) -> bool:
 _BY_DESCRIPTOR = os.scandir in os.supports_fd and os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
 
 
-def walk(vault: Path, skip: frozenset[str] = frozenset(), *, lean: bool = False) -> list[Any]:
-    """Every ``*.md`` file (vault-relative POSIX path, stat), dot-folders and symlinks excluded.
+def walk(vault: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, int, int]]:
+    """Every ``*.md`` file (vault-relative POSIX path, size, mtime), dot-folders and symlinks excluded.
 
-    ``skip`` holds vault-relative folders to leave out (the brain-feed folder). ``lean``: (path,
-    size, mtime) for each file instead of (path, stat): no stat object kept per file (what a
-    listing child hands on; 50 000 of them are 10 MB its pages would hold).
+    ``skip`` holds vault-relative folders to leave out (the brain-feed folder). No stat object is
+    kept per file (a listing child hands these on; 50 000 of them are 10 MB its pages would hold).
     """
-    found: list[Any] = []
+    found: list[tuple[str, int, int]] = []
     stack = [(str(vault), "")]
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
     nofollow = flags | getattr(os, "O_NOFOLLOW", 0)
@@ -631,7 +630,7 @@ def walk(vault: Path, skip: frozenset[str] = frozenset(), *, lean: bool = False)
                                 stack.append((f"{folder}/{name}", child + "/"))
                         elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
                             st = entry.stat(follow_symlinks=False)
-                            found.append((child, st.st_size, st.st_mtime_ns) if lean else (child, st))
+                            found.append((child, st.st_size, st.st_mtime_ns))
                     except OSError:
                         continue
         finally:
@@ -665,12 +664,8 @@ class Listed(NamedTuple):
 
 def listing_of(vault: Path, feed_dir: Path) -> list[tuple[str, int, int]]:
     """Every note of the vault but the feed folder's: (path, size, mtime), as :func:`walk` lists them."""
-    return walk(vault, _feed_skip(vault, feed_dir), lean=True)
-
-
-def _feed_skip(vault: Path, feed_dir: Path) -> frozenset[str]:
     rel = feed_relative(vault, feed_dir)
-    return frozenset() if rel is None else frozenset({rel})
+    return walk(vault, frozenset() if rel is None else frozenset({rel}))
 
 
 def stat_listing(vault: Path, feed_dir: Path) -> dict[str, tuple[int, int]]:
@@ -837,7 +832,8 @@ def scan(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        for rel, st in listing if listing is not None else walk(vault, _feed_skip(vault, feed_dir)):
+        for rel, st in listing if listing is not None else [(rel, Listed(size, mtime))
+                                                            for rel, size, mtime in listing_of(vault, feed_dir)]:
             row: Any = cache.get(rel)
             since, from_view = later.get(rel), False
             fits = _matches(row, st)

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from brain import __version__
 from brain.core.candidates import candidate_report
+from brain.core.feed import FEED_MARKERS
 from brain.core.heat import created_of, last_active_of
 from brain.core.keeper import ArcDecision, KeeperDecisions, Remembered, in_conscious, remembered
 from brain.core.model import Note
@@ -491,9 +492,6 @@ def cached_candidates(snapshot: Snapshot, state: Mapping[str, Any], *, same_file
     return key, candidate_report(snapshot.notes.values())
 
 
-#: Markers whose notes every feed build reads, wherever they are (the signals and inject files).
-_VIEW_MARKERS = frozenset({"signal", "inject"})
-
 
 def view_notes(snapshot: Snapshot, decisions: KeeperDecisions, feed_reads: frozenset[str]) -> list[Note] | None:
     """The notes a later tick needs while the files stay as this tick left them: every arc whose
@@ -508,7 +506,7 @@ def view_notes(snapshot: Snapshot, decisions: KeeperDecisions, feed_reads: froze
             or cid in decisions.dated_badly}
     return [note for path, note in snapshot.notes.items()
             if path in keep or note.problems or path.startswith("amygdala/")
-            or any(m.type in _VIEW_MARKERS for m in note.markers)]
+            or any(m.type in FEED_MARKERS for m in note.markers)]
 
 
 def listing_changes(listing: Listing, snapshot: Snapshot, result: writer.ApplyResult,
