@@ -176,7 +176,7 @@ def test_the_index_built_alongside_follows_an_edit_that_won_the_race(tmp_path: P
 
 
 LATER = FORKS + """
-import json, os, sys
+import json, os, sys, time
 from pathlib import Path
 import brain.pipeline.tick as T, brain.io.vault as V
 from brain.settings import Settings
@@ -190,9 +190,21 @@ if mode == "fail":
             raise OSError("the child cannot list")
         return listed(vault, feed_dir)
     V.listing_of = listing_of
+if mode == "slow":  # the child lists long after the tick decided on the view: it plans meanwhile
+    parent, listed = os.getpid(), V.listing_of
+    def listing_of(vault, feed_dir):
+        if os.getpid() != parent:
+            time.sleep(0.5)
+        return listed(vault, feed_dir)
+    V.listing_of = listing_of
+passes, keeper_pass = [], T._keeper_pass
+def counted_pass(*args, planned=None, **kwargs):
+    passes.append(planned is not None)
+    return keeper_pass(*args, planned=planned, **kwargs)
+T._keeper_pass = counted_pass
 report = T.run_tick(Settings(vault=vault), require_instant(sys.argv[3]), no_ai=True, dry_run=False)
-print(json.dumps({"forks": forks, "tick": [report.exit_code, bool(report.keeper.quiet), report.stats,
-                                            len(report.result.written)]}))
+print(json.dumps({"forks": forks, "ahead": passes, "tick": [report.exit_code, bool(report.keeper.quiet), report.stats,
+                                                             len(report.result.written)]}))
 """
 
 LATER_TICKS = ("2026-11-21T14:00:00Z", "2026-11-21T20:00:00Z", "edit", "2026-11-22T02:00:00Z",
@@ -203,9 +215,10 @@ def test_ticks_whose_listing_comes_from_a_child_leave_what_serial_ones_do(tmp_pa
     """Past the last tick's window, a child lists a large vault while the tick loads the heat
     memo, the feed files and the view the last tick left: every later tick (quiet, with an
     operator's edit, a week on) leaves the files and reports a serial one does; a child that
-    fails leaves the listing to the tick."""
-    runs = {}
-    for mode in ("serial", "forked", "fail"):
+    fails leaves the listing to the tick. A quiet tick whose child is still listing once it
+    decided plans meanwhile, and the listing that shows the view held lets it apply that plan."""
+    runs, ahead = {}, {}
+    for mode in ("serial", "forked", "fail", "slow"):
         vault = _vault(tmp_path / mode)
         _fresh(TICK, str(vault), "serial", NOW)
         forks, ticks = [], []
@@ -215,13 +228,18 @@ def test_ticks_whose_listing_comes_from_a_child_leave_what_serial_ones_do(tmp_pa
                 path.write_text(path.read_text() + "\nOperator: checked the parser again.\n")
                 continue
             out, stderr = _fresh(LATER, str(vault), mode, now)
+            ahead.setdefault(mode, []).append(out["ahead"])
             forks.extend(out["forks"])
             ticks.append(out["tick"])
             assert ("background work failed: OSError: the child cannot list" in stderr) == (mode == "fail")
         runs[mode] = forks, ticks, _files(vault)
-    assert runs["serial"][0] == [] and runs["forked"][0] == runs["fail"][0] == [True] * 4
+    assert runs["serial"][0] == [] and runs["forked"][0] == runs["fail"][0] == runs["slow"][0] == [True] * 4
     assert [tick[1] for tick in runs["serial"][1]][:3] == [True, True, True]  # quiet ticks on the view, the edit too
-    assert runs["forked"][1:] == runs["serial"][1:] == runs["fail"][1:]
+    assert runs["forked"][1:] == runs["serial"][1:] == runs["fail"][1:] == runs["slow"][1:]
+    # Planned ahead: the two quiet ticks on the unchanged view; not the one after the edit (the
+    # listing shows it: decided and planned again), never without a child.
+    assert ahead["slow"][:3] == [[True], [True], [False]]
+    assert ahead["serial"] == [[False]] * 4
 
 
 CANCEL = """

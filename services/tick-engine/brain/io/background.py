@@ -85,6 +85,14 @@ class Forked:
                 os.write(said, b"\0" if code == 0 else b"\1")
             os._exit(code)
 
+    def said_done(self) -> bool:
+        """Whether the child has said it is done (or ended), without waiting for it."""
+        if self._ended is not None:
+            return True
+        import select
+
+        return bool(select.select([self._done], [], [], 0)[0])
+
     def wait(self) -> bool:
         """Block until the child is done; True when its function returned."""
         ended = self._reap()

@@ -296,7 +296,7 @@ def _run(tick: _Tick) -> None:
             child = listing_beside(vault, tick.feed_dir, lambda: load_saved_listing(vault, tag))
         if not counted_first:
             saved = load_listing(vault, tag)
-    left = _left_by_last(tick, state, view=True) if child is not None else None
+    left = _left_by_last(tick, state, beside=child) if child is not None else None
     if child is not None and not dry_run:
         writer.load_renameat2()  # what the commits need, while the child lists
     listing, same = found_listing(child, vault, tick.feed_dir, saved) if child is not None \
@@ -304,15 +304,14 @@ def _run(tick: _Tick) -> None:
     same = same or listing is saved or saved == listing
     if fast and _fast_path(tick, state, same, len(listing), t):
         return
-    left = left or _left_by_last(tick, state, view=False)
+    left = left or _left_by_last(tick, state)
     tick.index_in_sync = state.get("index") is not None and state.get("index") == left.index
     tick.feed_before, memo = left.feed_before, left.memo
     quiet = _quiet_view(tick, state, saved, listing, left.view, same=same)
     patched: dict[str, str] | None = None
+    ahead = left.ahead if left.ahead is not None and quiet is not None and left.ahead.holds(quiet) else None
     if quiet is not None:
-        decided = left.decided.of(quiet) if left.decided is not None else None
-        if decided is None:
-            decided = _decide_quiet(tick, quiet, memo)
+        decided = ahead.decided if ahead is not None else _decide_quiet(tick, quiet, memo)
         if decided is None:
             quiet = None  # a dashboard line it cannot patch: dashboards list every arc, so scan them all
         else:
@@ -348,7 +347,8 @@ def _run(tick: _Tick) -> None:
                                  cached=snapshot.stats.cached, scan_ms=round(snapshot.stats.ms, 2), planned=0,
                                  remembered=decisions.remembered, quiet=tick.partial)
     kplan, snapshot = _keeper_pass(tick, snapshot, decisions, dashboard_texts=patched,
-                                   dashboards=not tick.partial and (touched or listed_key != saved_key))
+                                   dashboards=not tick.partial and (touched or listed_key != saved_key),
+                                   planned=ahead.planned if ahead is not None else None)
     final_plan = kplan
     report.keeper.ms = _ms(t)
 
@@ -570,18 +570,34 @@ def _cancel_index(vault: Path, child: Forked) -> None:
         os.unlink(rebuild_temp(vault, child.pid))
 
 
-def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
+#: A keeper pass's plan, and the problems of the arcs it could not read (:func:`_keeper_plan`).
+KeeperPlanned = tuple[KeeperPlan, list[Problem]]
+
+
+def _keeper_plan(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
                  extra_diff: list[str] | None = None, intent_text: str | None = None,
-                 dashboard_texts: Mapping[str, str] | None = None) -> tuple[KeeperPlan, Snapshot]:
-    """Read the arcs that change, plan, apply; returns the plan and the snapshot it leads to."""
-    report = tick.report
+                 dashboard_texts: Mapping[str, str] | None = None) -> KeeperPlanned:
+    """Read the arcs that change and plan (:func:`brain.pipeline.keeper.plan_keeper`); nothing
+    is applied or reported yet."""
     texts = read_texts(snapshot, [d.note for d in decisions.changed()])  # read as the planner asks
     kplan = plan_keeper(snapshot, decisions, texts, tick.now, tick.s, feed_rel=tick.feed_rel,
                         folder_tokens=folder_tokens(tick.feed_dir), extra_diff=extra_diff,
-                        intent_text=intent_text, tick_id=report.tick_id, dashboards=dashboards,
+                        intent_text=intent_text, tick_id=tick.report.tick_id, dashboards=dashboards,
                         dashboard_texts=dashboard_texts, feed_before=tick.feed_before, progress=tick.progress)
-    report.problems.extend(texts.problems)
-    report.result.conflicts.update(p.path for p in texts.problems)  # left for the next tick, like a writer conflict
+    return kplan, texts.problems
+
+
+def _keeper_pass(tick: _Tick, snapshot: Snapshot, decisions: KeeperDecisions, *, dashboards: bool,
+                 extra_diff: list[str] | None = None, intent_text: str | None = None,
+                 dashboard_texts: Mapping[str, str] | None = None,
+                 planned: KeeperPlanned | None = None) -> tuple[KeeperPlan, Snapshot]:
+    """Read the arcs that change, plan, apply; returns the plan and the snapshot it leads to.
+    ``planned``: the plan of these very arguments, made ahead (:func:`_left_by_last`)."""
+    report = tick.report
+    kplan, unread = planned or _keeper_plan(tick, snapshot, decisions, dashboards=dashboards, extra_diff=extra_diff,
+                                            intent_text=intent_text, dashboard_texts=dashboard_texts)
+    report.problems.extend(unread)
+    report.result.conflicts.update(p.path for p in unread)  # left for the next tick, like a writer conflict
     _index_alongside(tick, snapshot, kplan)
     report.problems.extend(kplan.problems)
     report.keeper.planned = (report.keeper.planned or 0) + len(kplan.plan.operations)
@@ -694,16 +710,18 @@ QuietDecided = tuple[KeeperDecisions, dict[str, str]]
 
 
 @dataclass
-class _DecidedAhead:
-    """A quiet tick decided on the view before the listing said whether the view holds."""
+class _Ahead:
+    """A quiet tick decided, and perhaps planned, on the view before the listing said whether
+    the view holds."""
 
     notes: list[Note]  # the view's notes, in order
     decided: QuietDecided
+    planned: KeeperPlanned | None = None  # its keeper plan (:func:`_keeper_plan`), made while the child listed
 
-    def of(self, quiet: Snapshot) -> QuietDecided | None:
-        """The decisions, when ``quiet`` holds these very notes (the view held, nothing edited)."""
-        same = len(quiet.notes) == len(self.notes) and all(a is b for a, b in zip(quiet.notes.values(), self.notes, strict=True))
-        return self.decided if same else None
+    def holds(self, quiet: Snapshot) -> bool:
+        """``quiet`` holds these very notes (the view held, nothing edited)."""
+        return len(quiet.notes) == len(self.notes) and all(a is b for a, b in zip(quiet.notes.values(), self.notes,
+                                                                                   strict=True))
 
 
 @dataclass
@@ -714,13 +732,15 @@ class _LeftByLast:
     feed_before: dict[str, tuple[str, str]]  # :attr:`_Tick.feed_before`
     index: list[int] | None  # the search index's size and mtime (:func:`_index_stat`)
     view: LoadedView | None  # its view, read ahead for a quiet tick (else :func:`load_view` reads it)
-    decided: _DecidedAhead | None = None
+    ahead: _Ahead | None = None
 
 
-def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, view: bool) -> _LeftByLast:
-    """``view``: read the view now too, and decide a quiet tick on it, when one could use it
-    (:func:`_quiet_view`); the listing later tells whether those decisions stand."""
-    ahead = view and tick.ai_phase is None and not tick.keeper_only and not tick.report.dry_run \
+def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, beside: Forked | None = None) -> _LeftByLast:
+    """``beside``: the child listing the vault meanwhile. Then the view is read now too, and a
+    quiet tick decided on it when one could use it (:func:`_quiet_view`), and planned while the
+    child is still listing (the time would be spent waiting); the listing later tells whether
+    those decisions and that plan stand."""
+    ahead = beside is not None and tick.ai_phase is None and not tick.keeper_only and not tick.report.dry_run \
         and isinstance(state.get("tick_id"), str)
     left = _LeftByLast(load_memo(tick.vault, tick.s), feed_before(tick.feed_dir, state), _index_stat(tick.vault),
                        read_view(tick.vault) if ahead else None)
@@ -729,7 +749,12 @@ def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, view: bool) -> _Left
         snapshot = Snapshot(tick.vault, {note.path: note for note in notes}, (), ScanStats(len(notes), 0, len(notes), 0.0),
                             ScanDelta())
         decided = _decide_quiet(tick, snapshot, left.memo)
-        left.decided = _DecidedAhead(notes, decided) if decided is not None else None
+        if decided is not None:
+            left.ahead = _Ahead(notes, decided)
+            if beside is not None and not beside.said_done():
+                tick.feed_before = left.feed_before
+                decisions, patched = decided
+                left.ahead.planned = _keeper_plan(tick, snapshot, decisions, dashboards=False, dashboard_texts=patched)
     return left
 
 
