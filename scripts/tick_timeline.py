@@ -67,7 +67,8 @@ def main() -> None:
     settings = Settings(vault=args.vault)
     os.sync()  # as the bench does: the last tick's writes are on disk, not this one's to pay for
     started[0], cpu = time.perf_counter(), time.process_time()
-    report = run_tick(settings, require_instant(args.now), no_ai=True, dry_run=False)
+    # As `brain tick` runs it: the process leaves once the report is out (what the bench times).
+    report = run_tick(settings, require_instant(args.now), no_ai=True, dry_run=False, process_ends=True)
     print(f"tick {1000 * (time.perf_counter() - started[0]):.1f} ms wall, {1000 * (time.process_time() - cpu):.1f} ms "
           f"CPU; quiet={bool(report.keeper.quiet)}, written={len(report.result.written)}", file=sys.stderr)
 
