@@ -543,3 +543,36 @@ def test_a_save_after_the_child_listed_is_a_conflict_and_kept(tmp_path: Path) ->
     _fresh(TICK, str(vault), "serial", "2026-11-22T14:00:00Z")
     (now,) = [p for p in vault.rglob(Path(rel).name) if ".brain" not in p.parts]
     assert "Operator: saved while the tick decided." in now.read_text()
+
+
+SAID = """
+import json, os, signal, time
+from brain.io.background import Forked
+gate_read, gate_write = os.pipe()
+def work():
+    os.read(gate_read, 1)  # until this process lets it go
+    return b"listed"
+child = Forked.start(work)
+before = child.said_done()
+os.write(gate_write, b"x")
+for _ in range(500):
+    if child.said_done():
+        break
+    time.sleep(0.01)
+after = child.said_done()
+made = child.output(bytes)
+killed = Forked.start(lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIGKILL)))
+for _ in range(500):
+    if killed.said_done():
+        break
+    time.sleep(0.01)
+print(json.dumps({"before": before, "after": after, "made": made.decode(), "killed": killed.said_done(),
+                  "lost": killed.wait()}))
+"""
+
+
+def test_a_child_is_asked_whether_it_said_it_was_done_without_waiting_for_it() -> None:
+    """While a child works, ``said_done`` is False at once; once it has said so, or was killed
+    (the end of its pipe), True; its bytes are still handed back after."""
+    out, _ = _fresh(SAID)
+    assert out == {"before": False, "after": True, "made": "listed", "killed": True, "lost": False}

@@ -91,7 +91,9 @@ class Forked:
             return True
         import select
 
-        return bool(select.select([self._done], [], [], 0)[0])
+        poller = select.poll()  # not select(): no limit on the descriptor's number
+        poller.register(self._done, select.POLLIN)
+        return bool(poller.poll(0))  # its byte, or the end of the pipe (POLLHUP) when it ended
 
     def wait(self) -> bool:
         """Block until the child is done; True when its function returned."""
