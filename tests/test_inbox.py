@@ -234,3 +234,23 @@ def test_a_dry_run_tick_leaves_the_inbox_and_the_index_alone(arcs: Path) -> None
     rel = drop(arcs, "1.md", note("lesson", "Stay put.", project="gateway"))
     code, _ = run_tick_json(arcs, "--dry-run")
     assert code == 0 and (arcs / rel).exists() and not index.db_path(arcs).exists()
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_note_dropped_between_ticks_is_drained_by_the_next_one(arcs: Path, edited: bool) -> None:
+    """The tick after a settled one would run on the view the last tick left (a quiet tick),
+    which never drains; a note in the inbox sends it to the full scan, which does. So does one
+    dropped beside an operator's edit, which alone the quiet tick would take up."""
+    from tests.support.vaults import run_tick_json
+
+    for _ in range(2):
+        code, report = run_tick_json(arcs)
+        assert code == 0, report["problems"]
+    if edited:
+        arc = arcs / "notes" / "2026-11-20-operator-ffffffffffff.md"
+        arc.write_text(arc.read_text() + "\nOperator: checked.\n", encoding="utf-8")
+    rel = drop(arcs, "20261121T150000Z-s-1.md", note("lesson", "Retry budgets live in settings.", project="gateway"))
+    code, report = run_tick_json(arcs, now="2026-11-21T16:00:00Z")
+    assert code == 0, report["problems"]
+    assert rel in report["changes"]["deleted"] and not (arcs / rel).exists()
+    assert "Retry budgets live in settings." in "".join(p.read_text() for p in arcs.rglob("*hot-bbbbbbbbbbbb.md"))
