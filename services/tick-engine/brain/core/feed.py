@@ -433,6 +433,7 @@ def build_feed(inputs: FeedInputs) -> BuiltFeed:
     fixed = sum(n for name, n in inputs.folder_tokens.items() if name not in produced)
     fit_budget(files, fixed, s.feed_token_budget)
     by_cwd = latest_by_cwd(by_project)
-    files.extend(project_files(by_project, routed_signals, routed_injects, now, s, date, inputs.built_before, by_cwd))
+    files.extend(project_files(by_project, routed_signals, routed_injects, now, s, date, inputs.built_before,
+                               by_cwd=by_cwd))
     return BuiltFeed(files, signals_active=len(signal_list), inject_blocks=len(live), fixed_tokens=fixed,
                      problems=problems, reads=frozenset(shown_arcs(by_project, by_cwd)), marked=marked)

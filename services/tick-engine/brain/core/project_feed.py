@@ -488,17 +488,17 @@ def recent_work(arcs: list[ProjectArc], learned: Learned | None = None) -> tuple
     return items, on_rows
 
 
-def shown_arcs(by_project: Mapping[str, list[ProjectArc]], by_cwd: CwdLatest | None = None) -> set[str]:
+def shown_arcs(by_project: Mapping[str, list[ProjectArc]], by_cwd: CwdLatest) -> set[str]:
     """The cluster_ids the project files, their index and ``recent-work.md`` can read: each
     project's first :data:`SHOWN_ARCS` and its newest arcs (a one-shot run sorts after real
     work: the index's ``last_active``), and for each recorded ``cwd`` its latest arcs
-    (``by_cwd``: :func:`latest_by_cwd`, worked out here when not given)."""
+    (``by_cwd``: :func:`latest_by_cwd` of ``by_project``)."""
     shown: set[str] = set()
     for arcs in by_project.values():
         shown.update(pa.arc.cluster_id for pa in arcs[:SHOWN_ARCS])
         newest = max((pa.last_active for pa in arcs), default=None)
         shown.update(pa.arc.cluster_id for pa in arcs if pa.last_active == newest)
-    for _, latest in (latest_by_cwd(by_project) if by_cwd is None else by_cwd).values():
+    for _, latest in by_cwd.values():
         shown.update(pa.arc.cluster_id for _, pa in latest)
     return shown
 
@@ -1030,9 +1030,9 @@ def routed_inputs(routed: Routed) -> str:
 
 def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[Routed],
                   injects: Sequence[Routed], now: datetime, s: Settings, date: str,
-                  before: Mapping[str, tuple[str, str]] | None = None,
-                  by_cwd: CwdLatest | None = None) -> list[FeedFile]:
+                  before: Mapping[str, tuple[str, str]] | None = None, *, by_cwd: CwdLatest) -> list[FeedFile]:
     """Every project's feed file, then the index (always written, so the hook knows the feed's age).
+    ``by_cwd``: :func:`latest_by_cwd` of ``by_project``.
 
     ``before``: file name -> (its :attr:`FeedFile.inputs`, its text) as an earlier build wrote
     them; a project whose inputs are the same gets that text again, not rendered anew (a tick
@@ -1052,7 +1052,7 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
             made = project_file(project, name, arcs, signals, injects, s, date, visits_here)
         made.inputs = key
         files.append(made)
-    latest = cwd_latest(by_project, by_cwd)
+    latest = cwd_latest(by_cwd)
     key = index_inputs_key(by_project, files, latest, s)
     known = (before or {}).get(INDEX)
     index = _regenerated(known[1], now, s, date) if known is not None and known[0] == key else None
@@ -1062,14 +1062,13 @@ def project_files(by_project: Mapping[str, list[ProjectArc]], signals: Sequence[
     return files
 
 
-def cwd_latest(by_project: Mapping[str, list[ProjectArc]],
-               by_cwd: CwdLatest | None = None) -> dict[str, tuple[float, str, bool]]:
+def cwd_latest(by_cwd: CwdLatest) -> dict[str, tuple[float, str, bool]]:
     """Each recorded cwd (as written) -> its latest arcs' last activity (POSIX seconds), the
     project :func:`index_file` names for it (of those arcs, the greatest name: one answer in any
-    order), and whether one of them was on a git branch. The latest arcs only: those a quiet tick
-    reads too (:func:`shown_arcs`). ``by_cwd``: :func:`latest_by_cwd`, when worked out already."""
+    order), and whether one of them was on a git branch. The latest arcs only (``by_cwd``:
+    :func:`latest_by_cwd`): those a quiet tick reads too (:func:`shown_arcs`)."""
     return {cwd: (at.timestamp(), max(project for project, _ in arcs), any(bool(pa.arc.branch) for _, pa in arcs))
-            for cwd, (at, arcs) in (latest_by_cwd(by_project) if by_cwd is None else by_cwd).items()}
+            for cwd, (at, arcs) in by_cwd.items()}
 
 
 def index_inputs_key(by_project: Mapping[str, list[ProjectArc]], made: Sequence[FeedFile],
