@@ -308,7 +308,7 @@ def _run(tick: _Tick) -> None:
         return
     left = left or _left_by_last(tick, state)
     tick.index_in_sync = state.get("index") is not None and state.get("index") == left.index
-    tick.feed_before, memo = left.feed_before, left.memo
+    memo = left.memo
     quiet = _quiet_view(tick, state, saved, listing, left.view, same=same)
     patched: dict[str, str] | None = None
     ahead = left.ahead if left.ahead is not None and quiet is not None and left.ahead.holds(quiet) else None
@@ -735,10 +735,10 @@ class _Ahead:
 
 @dataclass
 class _LeftByLast:
-    """What the last tick left that this one reads besides the listing."""
+    """What the last tick left that this one reads besides the listing (and the feed files it
+    wrote, which go to :attr:`_Tick.feed_before`)."""
 
     memo: MemoRows
-    feed_before: dict[str, tuple[str, str]]  # :attr:`_Tick.feed_before`
     index: list[int] | None  # the search index's size and mtime (:func:`_index_stat`)
     view: LoadedView | None  # its view, read ahead for a quiet tick (else :func:`load_view` reads it)
     ahead: _Ahead | None = None
@@ -751,8 +751,8 @@ def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, beside: Forked | Non
     those decisions and that plan stand."""
     ahead = beside is not None and tick.ai_phase is None and not tick.keeper_only and not tick.report.dry_run \
         and isinstance(state.get("tick_id"), str)
-    left = _LeftByLast(load_memo(tick.vault, tick.s), feed_before(tick.feed_dir, state), _index_stat(tick.vault),
-                       read_view(tick.vault) if ahead else None)
+    tick.feed_before = feed_before(tick.feed_dir, state)
+    left = _LeftByLast(load_memo(tick.vault, tick.s), _index_stat(tick.vault), read_view(tick.vault) if ahead else None)
     if left.view is not None and left.view[0] == state.get("tick_id"):
         notes = [note for note, _row, _written in left.view[1]]
         snapshot = Snapshot(tick.vault, {note.path: note for note in notes}, (), ScanStats(len(notes), 0, len(notes), 0.0),
@@ -761,7 +761,6 @@ def _left_by_last(tick: _Tick, state: Mapping[str, Any], *, beside: Forked | Non
         if decided is not None:
             left.ahead = _Ahead(notes, decided)
             if beside is not None and not beside.said_done():
-                tick.feed_before = left.feed_before
                 decisions, patched = decided
                 left.ahead.planned = _keeper_plan(tick, snapshot, decisions, dashboards=False, dashboard_texts=patched)
     return left
@@ -863,10 +862,8 @@ def _quiet_view(tick: _Tick, state: Mapping[str, Any], saved: Listing | None, li
             or not isinstance(state.get("stats"), dict)
             or not (isinstance(candidates, dict) and isinstance(candidates.get("report"), dict))):
         return None
-    if _inbox_holds_any(tick.vault):
-        inbox = INBOX + "/"
-        if any(rel.startswith(inbox) for rel in listing):
-            return None
+    if _inbox_holds_any(tick.vault) and any(rel.startswith(INBOX + "/") for rel in listing):
+        return None
     started = time.perf_counter()
     key = str(state.get("tick_id"))
     if not same:

@@ -492,7 +492,6 @@ def cached_candidates(snapshot: Snapshot, state: Mapping[str, Any], *, same_file
     return key, candidate_report(snapshot.notes.values())
 
 
-
 def view_notes(snapshot: Snapshot, decisions: KeeperDecisions, feed_reads: frozenset[str]) -> list[Note] | None:
     """The notes a later tick needs while the files stay as this tick left them: every arc whose
     heat is above 0 or can still change (:func:`brain.core.heat.next_change`) or that sits in
