@@ -47,10 +47,10 @@ def confined(root: Path, relative: str, verified: set[str] | None = None) -> Pat
 
     ``verified`` caches the folders already proven to resolve inside ``root`` during one plan.
     """
-    if verified is not None and relative.rpartition("/")[0] in verified:
+    if verified is not None:
         return Path(confined_stat(root, relative, verified)[0])
     _refuse_escapes(relative)
-    return _confined_walk(root, root / relative, relative, verified)
+    return _confined_walk(root, root / relative, relative, None)
 
 
 def confined_stat(root: Path, relative: str, verified: set[str]) -> tuple[str, os.stat_result | None]:
