@@ -15,6 +15,11 @@ its CPU time much less, so a change too small to see in the first shows in the s
 is measured again just before each tick, and the ratio to it printed in brackets: the machine's
 speed drifts over the minutes a run takes, and that ratio compares the tick with the floor of the
 same minute.
+
+``--reference COMMAND`` also times another implementation's tick (the one Brain set out to beat)
+beside Brain's, each as a whole process on its own copy of each freshly generated vault: a cold
+tick, then a second one on the vault it left, in turns, and prints Brain's time as a ratio to it.
+The ratio holds across machines where absolute seconds do not.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -261,13 +267,46 @@ def changed_tick(vault: Path, samples: int = 3) -> dict:
     return {"label": f"1 % changed ({changed})", **median, "samples": sorted(run["seconds"] for run in runs)}
 
 
-def bench_vault(count: int, work: Path) -> dict:
+def process_wall(command: list[str]) -> float:
+    """The wall time of ``command`` as a fresh process, after the bench's ``sync`` (:func:`child`)."""
+    os.sync()
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"bench: {' '.join(command)} failed: {done.stderr[-2000:]}")
+    return time.perf_counter() - start
+
+
+def against_reference(vault: Path, template: str, rounds: int = 3) -> dict:
+    """Brain's tick and another implementation's (``template``: its command line, ``{vault}`` for
+    the vault) on copies of the freshly generated ``vault``, each as a whole process, in turns: a
+    cold tick, then a second one on the vault it left. The other has no ``--now``: it runs on the
+    wall clock, so Brain's ticks here run at the instant this comparison started (it decides what
+    ages, graduates and cools), not at the bench's fixed one. Medians of ``rounds``."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    brain = [sys.executable, "-m", "brain", "tick", "--no-ai", "--now", now, "--vault"]
+    runs: dict[str, list[float]] = {"reference cold": [], "brain cold": [], "reference again": [], "brain again": []}
+    for _ in range(rounds):
+        for who in ("reference", "brain"):
+            copy = vault.with_name(f"{vault.name}-{who}")
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(vault, copy, symlinks=True)
+            command = (shlex.split(template.replace("{vault}", str(copy))) if who == "reference"
+                       else [*brain, str(copy)])
+            runs[f"{who} cold"].append(process_wall(command))
+            runs[f"{who} again"].append(process_wall(command))
+            shutil.rmtree(copy)
+    return {label: sorted(times)[len(times) // 2] for label, times in runs.items()} | {"now": now, "rounds": rounds}
+
+
+def bench_vault(count: int, work: Path, reference: str | None = None) -> dict:
     vault = work / f"vault-{count}"
     if vault.exists():
         shutil.rmtree(vault)
     t = time.perf_counter()
     generate(vault, count)
     generated = time.perf_counter() - t
+    compared = against_reference(vault, reference) if reference else None
     floor = child("floor", vault)
     ticks = []
     for label, instants in CADENCE:
@@ -277,7 +316,8 @@ def bench_vault(count: int, work: Path) -> dict:
     wall = cli_wall(vault, CHANGED_AT)
     cron = sorted(cli_wall(vault, now) for now in CLI_TICKS)
     return {"arcs": count, "generate_s": generated, "floor": floor, "ticks": ticks, "cli_wall_s": wall,
-            "cli_2h_s": cron[len(cron) // 2], "cli_2h_samples": cron, "hook": hook_wall(vault)}
+            "cli_2h_s": cron[len(cron) // 2], "cli_2h_samples": cron, "hook": hook_wall(vault),
+            "reference": compared}
 
 
 def main() -> None:
@@ -286,13 +326,17 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="keep the generated vaults in this folder")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--vaults-only", action="store_true", help="skip the extraction and AI benches")
+    parser.add_argument("--reference", metavar="COMMAND",
+                        help="another tick's command line, {vault} for the vault: timed cold and again beside "
+                             "Brain's on copies of each generated vault (e.g. 'python brain_tick.py --vault {vault} "
+                             "--brain-feed {vault}/brain-feed --no-ai')")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="brain-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     results = []
     try:
         for size in (int(x) for x in args.sizes.split(",")):
-            results.append(bench_vault(size, work))
+            results.append(bench_vault(size, work, args.reference))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -329,6 +373,12 @@ def main() -> None:
         print(f"{'':>6} {'CLI wall (same instant)':<22} {r['cli_wall_s']:>8.3f}")
         print(f"{'':>6} {'CLI wall (+2 h)':<22} {r['cli_2h_s']:>8.3f} {r['cli_2h_s'] / floor_s:>8.1f}x  "
               f"brain tick as the CronJob runs it (median of {'/'.join(f'{x:.3f}' for x in r['cli_2h_samples'])})")
+        compared = r["reference"]
+        if compared:
+            for when in ("cold", "again"):
+                ours, theirs = compared[f"brain {when}"], compared[f"reference {when}"]
+                print(f"{'':>6} {f'vs reference, {when}':<22} {ours:>8.3f} {ours / theirs:>8.2f}x  the reference "
+                      f"{theirs:.3f} s; both as processes at {compared['now']}, median of {compared['rounds']}")
         hook = r["hook"]
         print(f"{'':>6} {'hook session-start':<22} {hook['p50_s']:>8.3f}  p50 of 9 subprocess runs, worst "
               f"{hook['max_s']:.3f} s, {'the project feed' if hook['project_feed'] else 'NO project feed'}; "
