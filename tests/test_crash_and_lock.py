@@ -118,6 +118,20 @@ def test_a_killed_holder_leaves_no_stale_lock(vault: Path) -> None:
     assert _tick(vault).wait(timeout=60) == 0
 
 
+def test_a_link_put_at_the_lock_file_is_never_written_through(vault: Path, tmp_path: Path) -> None:
+    """The lock is truncated and rewritten by its holder: a link put at ``.brain/lock`` emptied the
+    file it pointed to, out of the vault. It is replaced by the brain's own lock file."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the vault's\n", encoding="utf-8")
+    lock = vault / ".brain" / "lock"
+    lock.parent.mkdir(exist_ok=True)
+    lock.unlink(missing_ok=True)
+    lock.symlink_to(outside)
+    assert _tick(vault).wait(timeout=60) == 0
+    assert outside.read_text(encoding="utf-8") == "not the vault's\n"
+    assert lock.is_file() and not lock.is_symlink()
+
+
 def test_concurrent_ticks_never_both_write(tmp_path: Path) -> None:
     vault = _busy_vault(tmp_path / "v", n=60)
     codes = []

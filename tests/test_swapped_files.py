@@ -149,3 +149,69 @@ def test_undo_never_removes_a_folder_put_where_the_tick_wrote_a_file(vault: Path
     assert made.is_dir()
     assert not (vault / "frontal-lobe/conscious/2026-11-01-lean-000-0123456789ab.md").exists()  # the rest undone
     assert (vault / "clusters/2026-11-01/2026-11-01-lean-000-0123456789ab.md").is_file()
+
+
+@pytest.mark.parametrize("what", ["link", "file", "pipe", "folder"])
+def test_what_sits_at_a_temporary_name_is_never_written_through(vault: Path, what: str) -> None:
+    """The writer stages an arc's new bytes at ``.<name>.brain-tmp`` beside it. A link put there
+    made the tick write the arc out of the vault and leave the arc itself a link to that file; a
+    named pipe made it wait for a reader. What sits there is removed and the arc written; a folder
+    is left as it is, with the arc, and reported."""
+    import os
+
+    write_mixed_arcs(vault, 6)
+    outside = vault.parent / "outside.md"
+    outside.write_text("not the vault's\n", encoding="utf-8")
+    name = "2026-11-01-lean-000-0123456789ab.md"  # hot: promoted, so moved to conscious and rewritten
+    src, dst = vault / "clusters/2026-11-01" / name, vault / "frontal-lobe/conscious" / name
+    before = src.read_bytes()
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f".{name}.brain-tmp")
+    if what == "link":
+        tmp.symlink_to(outside)
+    elif what == "file":
+        tmp.write_text("left by a run that died\n", encoding="utf-8")
+    elif what == "pipe":
+        os.mkfifo(tmp)
+    else:
+        tmp.mkdir()
+        (tmp / "keep.txt").write_text("mine\n", encoding="utf-8")
+    code, report = run_tick_json(vault)
+    assert code == 0, report.get("problems")
+    assert outside.read_text(encoding="utf-8") == "not the vault's\n"
+    rel = src.relative_to(vault).as_posix()
+    if what == "folder":
+        assert src.read_bytes() == before and not dst.exists()
+        assert any(p["path"] == rel and "a folder sits at its temporary name" in p["message"]
+                   for p in report["problems"])
+        assert (tmp / "keep.txt").read_text(encoding="utf-8") == "mine\n"
+        return
+    assert not src.exists() and dst.is_file() and not dst.is_symlink()
+    assert dst.read_bytes() != before and b"heat:" in dst.read_bytes()
+    assert not os.path.lexists(tmp)
+    assert not [p for p in report["problems"] if p["path"] == rel]
+
+
+def test_recovery_removes_a_link_at_a_temporary_name_without_reading_through_it(tmp_path: Path) -> None:
+    """A crash leaves staged files for recovery to clear; one that is a link (put there, never the
+    tick's) is removed, not read: its target's bytes never reach the journal."""
+    from datetime import UTC, datetime
+
+    from brain.io import writer
+    from tests.support.vaults import init_vault, write_arc
+
+    vault = init_vault(tmp_path / "v")
+    arc = write_arc(vault, "clusters/2026-11-21", "2026-11-21-x-0123456789ab", sessions=["a"])
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private key\n", encoding="utf-8")
+    now = datetime(2026, 11, 21, 12, tzinfo=UTC)
+    journal = writer.Journal(vault, "20261121T120000Z-tick", now)
+    before = arc.read_bytes()
+    rel = arc.relative_to(vault).as_posix()
+    journal.record([{"op": "write", "path": rel, "before": writer.sha1_bytes(before),
+                     "after": writer.sha1_bytes(b"new")}], [before])
+    writer.temp_path(arc).symlink_to(secret)
+    [result] = writer.recover(vault)
+    assert result.done and arc.read_bytes() == before
+    assert not writer.temp_path(arc).is_symlink() and secret.read_text(encoding="utf-8") == "private key\n"
+    assert not [p for p in (vault / writer.JOURNAL_DIR).rglob("*") if p.is_file() and b"private key" in p.read_bytes()]

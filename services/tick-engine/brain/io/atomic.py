@@ -38,6 +38,19 @@ def read_regular(path: str | Path, limit: int = -1, *, tail: bool = False) -> by
         os.close(fd)
 
 
+def create_new(path: str | Path, mode: int = 0o644) -> int:
+    """A descriptor open for writing on a new, empty regular file made at ``path`` itself. A temporary
+    name is the brain's own: what sits there (the temporary file of a run that died, a link or a named
+    pipe put there) is unlinked first, never written through (``O_EXCL`` makes the file here, not
+    where a link points, and never opens a pipe). A folder there is an OSError, left as it is."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(path, flags, mode)
+    except FileExistsError:
+        os.unlink(path)  # a folder: IsADirectoryError (PermissionError on some systems), for the caller
+        return os.open(path, flags, mode)
+
+
 class ConfinementError(ValueError):
     """A path would leave the vault."""
 
@@ -126,7 +139,7 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, mode: int | None
     """:func:`atomic_write` of the concatenation of ``chunks``, never joined in memory."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644 if mode is None else mode)
+    fd = create_new(tmp, 0o644 if mode is None else mode)
     try:
         for data in chunks:
             view = memoryview(data)

@@ -42,6 +42,7 @@ from brain.io.atomic import (
     atomic_write_chunks,
     confined,
     confined_stat,
+    create_new,
     fsync_dir,
     read_regular,
 )
@@ -80,7 +81,14 @@ def vault_lock(vault: Path, command: str, *, wait_seconds: float = 0.0) -> Itera
     state = vault / STATE_DIR
     state.mkdir(exist_ok=True)
     path = state / "lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        os.unlink(path)  # a link put at the brain's own lock file: removed, never truncated through
+        fd = os.open(path, flags, 0o644)
     deadline = time.monotonic() + wait_seconds
     try:
         while True:
@@ -550,7 +558,7 @@ def _parallel(function: Any, items: list[Any]) -> None:
 
 def _write_only(job: tuple[str, bytes]) -> None:
     tmp, data = job
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = create_new(tmp)  # never through a link put at the temporary name: that would write out of the vault
     try:
         view = memoryview(data)
         while view:
@@ -589,22 +597,31 @@ def _syncfs(folder: str | Path) -> bool:
         os.close(fd)
 
 
-def _stage(jobs: list[tuple[str, bytes]]) -> None:
-    """Write every temp file, then make them all durable before any rename.
+def _stage(jobs: list[tuple[str, bytes]]) -> set[str]:
+    """Write every temp file, then make them all durable before any rename; returns the temp paths
+    a folder blocks (their files are not written: the caller leaves them as they are).
 
     Many files: one ``syncfs`` per filesystem involved (far cheaper than thousands of
     fsyncs); few files, or no syncfs: an fsync per file, in parallel.
     """
     flush_discards()  # an old image still waiting at a temp path this plan stages to must go first
+    blocked: set[str] = set()
     for job in jobs:  # sequential: parallel creates only contend for the folder locks
-        _write_only(job)
+        try:
+            _write_only(job)
+        except (IsADirectoryError, PermissionError):
+            if not os.path.isdir(job[0]) or os.path.islink(job[0]):
+                raise
+            blocked.add(job[0])
+    jobs = [job for job in jobs if job[0] not in blocked] if blocked else jobs
     if len(jobs) >= SYNCFS_THRESHOLD:
         devices: dict[int, str] = {}
         for folder in {os.path.dirname(tmp) for tmp, _ in jobs}:
             devices.setdefault(os.stat(folder).st_dev, folder)
         if all(_syncfs(folder) for folder in devices.values()):
-            return
+            return blocked
     _parallel(_fsync_file, [tmp for tmp, _ in jobs])
+    return blocked
 
 
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
@@ -846,7 +863,7 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
         os.makedirs(folder, exist_ok=True)
     if progress is not None:
         progress(COMMITTED, 0, len(items))
-    _stage(jobs)
+    blocked = _stage(jobs)
     done: list[_Resolved] = []
     for index, item in enumerate(counted(items, progress, COMMITTED)):
         op = item.op
@@ -860,6 +877,8 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
             return problem
 
         try:
+            if staged.get(index) in blocked:
+                raise _Raced(f"a folder sits at its temporary name {os.path.relpath(staged[index], root)}")
             if isinstance(op, MoveFile):
                 dst = os.path.join(root, op.dst)
                 _move(os.path.join(root, op.src), dst, item.seen)
@@ -1068,6 +1087,10 @@ def _clear_staged(vault: Path, tick_id: str, rel: str, op: dict[str, Any]) -> No
     """Remove a staged temp file; one holding neither the before nor the after image is an
     operator's save caught mid-exchange by the crash: it is kept in the journal, not deleted."""
     staged = temp_path(vault / rel)
+    if staged.is_symlink():  # never the tick's: not read through (it may point anywhere), only removed
+        with contextlib.suppress(OSError):
+            staged.unlink()
+        return
     data = _read(staged)
     if data is None:
         return
