@@ -215,3 +215,21 @@ def test_recovery_removes_a_link_at_a_temporary_name_without_reading_through_it(
     assert result.done and arc.read_bytes() == before
     assert not writer.temp_path(arc).is_symlink() and secret.read_text(encoding="utf-8") == "private key\n"
     assert not [p for p in (vault / writer.JOURNAL_DIR).rglob("*") if p.is_file() and b"private key" in p.read_bytes()]
+
+
+def test_atomic_write_never_writes_through_a_link_at_its_temporary_name(tmp_path: Path) -> None:
+    """Every file the brain keeps (its state, the hook's session files, journals) is written to a
+    temporary name and renamed: a link put at that name had its target overwritten."""
+    import os
+
+    from brain.io.atomic import atomic_write
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the vault's\n", encoding="utf-8")
+    target = tmp_path / "state" / "cache.json"
+    target.parent.mkdir()
+    temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    temp.symlink_to(outside)
+    atomic_write(target, b"{}\n", durable=False)
+    assert outside.read_text(encoding="utf-8") == "not the vault's\n"
+    assert target.read_bytes() == b"{}\n" and not target.is_symlink() and not os.path.lexists(temp)

@@ -40,7 +40,7 @@ from brain.core.project import (
 )
 from brain.core.project import repository_path as strip_worktree
 from brain.core.vocab import HOT_ARCS, LAST_DIFF, RECENT_WORK, TIGHT_FILES
-from brain.io.atomic import read_regular
+from brain.io.atomic import atomic_write, read_regular
 
 if TYPE_CHECKING:
     from brain.settings import Settings
@@ -877,16 +877,8 @@ def _save_session(path: Path, state: Mapping[str, Any]) -> None:
     """Replace the state file atomically, without fsync: it is a hint (a lost update costs one
     extra refresh), and two fsyncs would cost the hook more than everything else it does. Best
     effort: a full disk or a read-only state folder never costs the session its context."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_bytes(json.dumps(dict(state), sort_keys=True).encode("utf-8"))
-        os.replace(temp, path)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # never through a link put at the temporary name (atomic_write)
+        atomic_write(path, json.dumps(dict(state), sort_keys=True).encode("utf-8"), durable=False)
 
 
 def _prune_sessions(folder: Path, now: float, keep_days: int = SESSION_STATE_KEEP_DAYS) -> None:
