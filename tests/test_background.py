@@ -175,6 +175,78 @@ def test_the_index_built_alongside_follows_an_edit_that_won_the_race(tmp_path: P
     assert any("zanzibar" in row[3] for row in index["fts"] if row[0] == now)
 
 
+MADE_AHEAD = TICK.replace("settings = Settings(", """
+import brain.io.precreate as P
+P.MIN_FILES = 4  # as a cold tick that rewrites thousands of arcs: their temp files made ahead
+if mode == "fail":
+    P.atomic_write = lambda *args: 1 / 0  # the child fails before it makes anything
+reused, _open_made = [], P.open_made
+def open_made(tmp):
+    fd = _open_made(tmp)
+    reused.append(fd is not None)
+    return fd
+P.open_made = open_made
+mode = "forked"
+settings = Settings(""").replace('"conflicts": sorted(report.result.conflicts)}', '"conflicts": sorted(report.result.conflicts), "reused": reused}')
+
+
+def test_a_cold_tick_whose_temp_files_are_made_ahead_leaves_what_a_serial_one_does(tmp_path: Path) -> None:
+    """Once the keeper decided, a child makes the empty temp files the writer stages the rewritten arcs
+    in; the writer writes into them. Files and index as a serial tick leaves them, and no temp file,
+    nor the list of them, is left."""
+    serial, ahead = _vault(tmp_path / "serial"), _vault(tmp_path / "ahead")
+    _fresh(TICK, str(serial), "serial", NOW)
+    out, _ = _fresh(MADE_AHEAD, str(ahead), "ahead", NOW)
+    assert out["forks"] == [True, True, True]  # the scan's child, the temp files', the index's
+    assert out["exit"] == 0 and out["conflicts"] == []
+    assert len(out["reused"]) >= 40 and all(out["reused"])  # every rewritten arc, in a file made ahead
+    assert _files(ahead) == _files(serial) and _index(ahead) == _index(serial)
+    assert not [p for p in ahead.rglob("*") if p.name.endswith(".brain-tmp")]
+    assert not (ahead / ".brain/precreated").exists()
+
+
+def test_a_temp_file_child_that_fails_leaves_the_staging_to_the_writer(tmp_path: Path) -> None:
+    serial, failed = _vault(tmp_path / "serial"), _vault(tmp_path / "failed")
+    _fresh(TICK, str(serial), "serial", NOW)
+    out, stderr = _fresh(MADE_AHEAD, str(failed), "fail", NOW)
+    assert out["forks"] == [True, True, True] and out["exit"] == 0
+    assert out["reused"] == []  # nothing was made ahead: the writer made every temp file itself
+    assert "background work failed: ZeroDivisionError" in stderr
+    assert _files(failed) == _files(serial)
+    assert not [p for p in failed.rglob("*") if p.name.endswith(".brain-tmp")]
+
+
+CRASHED = """
+import json, os, sys
+from pathlib import Path
+import brain.io.precreate as P
+from brain.io import writer
+vault = Path(sys.argv[1])
+targets = [f"frontal-lobe/conscious/arc-{i:03d}.md" for i in range(8)]
+P.MIN_FILES = 4
+started = P.start(vault, targets + ["../outside/arc.md"])
+made = sorted(P.take().made())  # the tick is killed here: nothing staged, nothing cleared
+listed = (vault / P.LIST_FILE).read_text().splitlines()
+Path(made[0]).write_bytes(b"staged bytes the journal's recovery deals with")
+(vault / P.LIST_FILE).write_text("\\n".join(listed + ["left/projects/notes.md"]))  # never a temp name: kept
+writer.recover(vault)
+left = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.brain-tmp"))
+print(json.dumps({"started": started, "made": len(made), "left": left, "notes": (vault / "left/projects/notes.md").is_file(),
+                  "list": (vault / P.LIST_FILE).exists(), "outside": (vault.parent / "outside").exists()}))
+"""
+
+
+def test_recovery_clears_the_temp_files_a_killed_tick_made_ahead(tmp_path: Path) -> None:
+    """Killed after its child made the temp files, before it staged into them: the next run's
+    recovery removes the empty ones it listed, and nothing it did not make. A target out of the
+    vault was never made."""
+    vault = _vault(tmp_path / "v")
+    out, _ = _fresh(CRASHED, str(vault))
+    assert out["started"] and out["made"] == 8
+    assert out["left"] == ["frontal-lobe/conscious/.arc-000.md.brain-tmp"]  # it holds bytes: not an empty one
+    assert out["notes"] and not out["list"] and not out["outside"]
+
+
 LATER = FORKS + """
 import json, os, sys, time
 from pathlib import Path

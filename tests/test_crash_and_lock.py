@@ -93,6 +93,9 @@ def test_sigkill_at_random_points_never_tears_a_file_and_the_next_tick_recovers(
         assert report["phases"]["verify"]["ok"]
         final = _arc_files(vault)
         assert {cid: v for cid, v in final.items()} == expected, f"attempt {attempt} did not converge"
+        # nor an empty temp file made ahead for the writer (brain.io.precreate), nor their list
+        assert not [p for p in vault.rglob("*") if p.name.endswith(".brain-tmp") and not p.stat().st_size], attempt
+        assert not (vault / ".brain" / "precreated").exists()
     assert kills_mid_write >= 1  # at least some kills landed in the middle of writing
 
 

@@ -62,15 +62,15 @@ class ArcDecision:
         return self.path != self.note.path or arc.status != self.status
 
     @property
-    def changes_file(self) -> bool:
+    def rewrites(self) -> bool:
+        """The arc's bytes change (its heat, status or signals), not only its place."""
         arc = self.note.arc
         assert arc is not None
-        return (
-            self.path != self.note.path
-            or arc.heat != self.heat
-            or arc.status != self.status
-            or bool(self.drop_signals)
-        )
+        return arc.heat != self.heat or arc.status != self.status or bool(self.drop_signals)
+
+    @property
+    def changes_file(self) -> bool:
+        return self.path != self.note.path or self.rewrites
 
 
 @dataclass

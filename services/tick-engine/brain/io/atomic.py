@@ -84,6 +84,17 @@ def confined_stat(root: Path, relative: str, verified: set[str]) -> tuple[str, o
     return target, st
 
 
+def confined_folder(root: Path, relative: str, verified: set[str]) -> str:
+    """The folder of ``relative`` (a file's vault-relative path), proven to resolve inside ``root``
+    like :func:`confined_stat` proves it (``verified`` caches the folders proven), with no stat of
+    the file itself."""
+    _refuse_escapes(relative)
+    folder = relative.rpartition("/")[0]
+    if folder not in verified:
+        _confined_walk(root, root / relative, relative, verified)
+    return os.path.join(root, folder) if folder else str(root)
+
+
 def _refuse_escapes(relative: str) -> list[str]:
     """``relative``'s parts; ConfinementError when it is not a path inside the vault."""
     if not relative or relative.startswith(("/", "\\")) or "\x00" in relative:

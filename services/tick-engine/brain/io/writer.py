@@ -36,6 +36,7 @@ from brain.core.model import Problem
 from brain.core.plan import DeleteFile, Expect, MoveFile, Plan, WriteFile
 from brain.core.progress import Step, counted
 from brain.core.timeutil import iso, wall_clock
+from brain.io import precreate
 from brain.io.atomic import (
     ConfinementError,
     atomic_write,
@@ -558,7 +559,10 @@ def _parallel(function: Any, items: list[Any]) -> None:
 
 def _write_only(job: tuple[str, bytes]) -> None:
     tmp, data = job
-    fd = create_new(tmp)  # never through a link put at the temporary name: that would write out of the vault
+    _write_into(create_new(tmp), data)  # never through a link put at the temporary name: out of the vault
+
+
+def _write_into(fd: int, data: bytes) -> None:
     try:
         view = memoryview(data)
         while view:
@@ -605,14 +609,22 @@ def _stage(jobs: list[tuple[str, bytes]]) -> set[str]:
     fsyncs); few files, or no syncfs: an fsync per file, in parallel.
     """
     flush_discards()  # an old image still waiting at a temp path this plan stages to must go first
+    ahead = precreate.take()  # the temp files a child made while the plan was worked out
+    made = ahead.made() if ahead is not None else set()
     blocked: set[str] = set()
     for job in jobs:  # sequential: parallel creates only contend for the folder locks
+        fd = precreate.open_made(job[0]) if job[0] in made else None
+        if fd is not None:
+            _write_into(fd, job[1])
+            continue
         try:
             _write_only(job)
         except (IsADirectoryError, PermissionError):
             if not os.path.isdir(job[0]) or os.path.islink(job[0]):
                 raise
             blocked.add(job[0])
+    if ahead is not None:
+        precreate.done(ahead.vault, made.difference(tmp for tmp, _ in jobs))
     jobs = [job for job in jobs if job[0] not in blocked] if blocked else jobs
     if len(jobs) >= SYNCFS_THRESHOLD:
         devices: dict[int, str] = {}
@@ -1080,6 +1092,7 @@ def recover(vault: Path) -> list[UndoResult]:
                 # Someone edited a file after the crash: keep their text, roll back the rest.
                 result = _undo_unconflicted(vault, manifest, result)
             results.append(result)
+    precreate.clear_left(vault)  # temp files made ahead for a plan the crash stopped before staging
     return results
 
 

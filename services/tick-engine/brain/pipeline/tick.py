@@ -51,7 +51,7 @@ from brain.core.progress import Step
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
 from brain.core.timeutil import iso, parse_instant
 from brain.core.vocab import INBOX
-from brain.io import writer
+from brain.io import precreate, writer
 from brain.io.atomic import ConfinementError, append_line, atomic_write, confined
 from brain.io.background import Forked, reap_children
 from brain.io.transaction import Preview, Target, Transaction, transaction
@@ -226,6 +226,7 @@ def run_tick(
     finally:
         if tick.index_child is not None:  # the run failed before it needed the index
             _cancel_index(tick.vault, tick.index_child)
+        precreate.cancel()  # made ahead for a plan the run did not stage
         reap_children(wait=not process_ends)  # the children that said they were done, gone since
         # The heat inputs memo holds every note the tick decided, the scanner's caches every row
         # it loaded: let them go before the collector is back, or its first pass walks them all
@@ -332,6 +333,8 @@ def _run(tick: _Tick) -> None:
         _after_scan(tick, snapshot)
         snapshot = _drain_inbox(tick, snapshot)
         decisions = decide(snapshot.notes.values(), now, s, horizon=True, memo=memo)
+        if not dry_run and s.fork_children:  # a cold tick: the writer's temp files made while it plans
+            precreate.start(vault, [d.path for d in decisions.changed() if d.rewrites])
     saved_key = state.get("dashboards")
     if tick.partial:
         # Not every arc is here to key or render the dashboards: the lines of the arcs that move
