@@ -333,7 +333,7 @@ def _run(tick: _Tick) -> None:
         _after_scan(tick, snapshot)
         snapshot = _drain_inbox(tick, snapshot)
         decisions = decide(snapshot.notes.values(), now, s, horizon=True, memo=memo)
-        if not dry_run and s.fork_children:  # a cold tick: the writer's temp files made while it plans
+        if not dry_run and s.fork_children:  # many rewrites (a cold tick): their temp files made while it plans
             precreate.start(vault, [d.path for d in decisions.changed() if d.rewrites])
     saved_key = state.get("dashboards")
     if tick.partial:
