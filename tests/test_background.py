@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.vaults import init_vault, write_arc
 
 NOW = "2026-11-21T12:00:00Z"
@@ -180,6 +182,13 @@ import brain.io.precreate as P
 P.MIN_FILES = 4  # as a cold tick that rewrites thousands of arcs: their temp files made ahead
 if mode == "fail":
     P.atomic_write = lambda *args: 1 / 0  # the child fails before it makes anything
+if mode == "late":  # the child makes every file, then fails: this process is told of none of them
+    _forked = P.Forked
+    class LateFail:
+        @staticmethod
+        def start(function):
+            return _forked.start(lambda: (function(), 1 / 0))
+    P.Forked = LateFail
 reused, _open_made = [], P.open_made
 def open_made(tmp):
     fd = _open_made(tmp)
@@ -205,10 +214,13 @@ def test_a_cold_tick_whose_temp_files_are_made_ahead_leaves_what_a_serial_one_do
     assert not (ahead / ".brain/precreated").exists()
 
 
-def test_a_temp_file_child_that_fails_leaves_the_staging_to_the_writer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["fail", "late"])
+def test_a_temp_file_child_that_fails_leaves_the_staging_to_the_writer(tmp_path: Path, when: str) -> None:
+    """Before it made anything, or after it made every file: the writer makes each temp file
+    itself (over one left there), and removes what the plan does not use."""
     serial, failed = _vault(tmp_path / "serial"), _vault(tmp_path / "failed")
     _fresh(TICK, str(serial), "serial", NOW)
-    out, stderr = _fresh(MADE_AHEAD, str(failed), "fail", NOW)
+    out, stderr = _fresh(MADE_AHEAD, str(failed), when, NOW)
     assert out["forks"] == [True, True, True] and out["exit"] == 0
     assert out["reused"] == []  # nothing was made ahead: the writer made every temp file itself
     assert "background work failed: ZeroDivisionError" in stderr

@@ -37,11 +37,12 @@ _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 
 class Ahead:
-    """The child making the temporary files of the plan to come, in ``vault``."""
+    """The child making the temporary files ``tmps`` of the plan to come, in ``vault``."""
 
-    def __init__(self, vault: Path, child: Forked) -> None:
+    def __init__(self, vault: Path, child: Forked, tmps: list[str]) -> None:
         self.vault = vault
         self.child = child
+        self.tmps = tmps
 
     def made(self) -> set[str]:
         """The temporary files the child made (absolute paths), once it is done; none when it failed."""
@@ -98,7 +99,7 @@ def start(vault: Path, targets: Iterable[str]) -> bool:
     child = Forked.start(make)
     if child is None:
         return False
-    _AHEAD = Ahead(vault, child)
+    _AHEAD = Ahead(vault, child, tmps)
     return True
 
 
@@ -124,12 +125,14 @@ def open_made(tmp: str) -> int | None:
     return None
 
 
-def done(vault: Path, unused: Iterable[str]) -> None:
-    """The plan is staged: remove the files made ahead that it did not use, then the list."""
-    for tmp in unused:
+def done(ahead: Ahead, staged: Iterable[str] = ()) -> None:
+    """The plan is staged (``staged``: its temp files): remove those the child was to make that
+    the plan did not use and that are still empty (made, or made before a child that failed
+    stopped), then the list."""
+    for tmp in set(ahead.tmps).difference(staged):
         _remove_if_empty(tmp)
     with contextlib.suppress(OSError):
-        os.unlink(vault / LIST_FILE)
+        os.unlink(ahead.vault / LIST_FILE)
 
 
 def cancel() -> None:
@@ -137,7 +140,8 @@ def cancel() -> None:
     files are removed."""
     ahead = take()
     if ahead is not None:
-        done(ahead.vault, ahead.made())
+        ahead.made()  # the child is done making them
+        done(ahead)
 
 
 def clear_left(vault: Path) -> None:

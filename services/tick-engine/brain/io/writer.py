@@ -624,7 +624,7 @@ def _stage(jobs: list[tuple[str, bytes]]) -> set[str]:
                 raise
             blocked.add(job[0])
     if ahead is not None:
-        precreate.done(ahead.vault, made.difference(tmp for tmp, _ in jobs))
+        precreate.done(ahead, (tmp for tmp, _ in jobs))
     jobs = [job for job in jobs if job[0] not in blocked] if blocked else jobs
     if len(jobs) >= SYNCFS_THRESHOLD:
         devices: dict[int, str] = {}
