@@ -254,3 +254,25 @@ def test_a_note_dropped_between_ticks_is_drained_by_the_next_one(arcs: Path, edi
     assert code == 0, report["problems"]
     assert rel in report["changes"]["deleted"] and not (arcs / rel).exists()
     assert "Retry budgets live in settings." in "".join(p.read_text() for p in arcs.rglob("*hot-bbbbbbbbbbbb.md"))
+
+
+def test_draining_on_its_own_first_rolls_back_a_run_that_was_killed(arcs: Path) -> None:
+    """``run_drain`` is a transaction like a tick: a run killed after its commit, its journal still
+    pending, is rolled back before the drain reads the arcs (it journaled and committed outside one,
+    with no recovery). And no temp file is left: the old files the commits swapped out are unlinked."""
+    from brain.io import writer
+
+    arc = arcs / "clusters/2026-11-20/2026-11-20-hot-bbbbbbbbbbbb.md"
+    before = arc.read_bytes()
+    killed = writer.Journal(arcs, "20261121T110000Z-tick", WHEN)
+    rel = arc.relative_to(arcs).as_posix()
+    killed.record([{"op": "write", "path": rel, "before": writer.sha1_bytes(before),
+                    "after": writer.sha1_bytes(before + b"half a tick\n")}], [before])
+    arc.write_bytes(before + b"half a tick\n")  # committed, never completed
+    drop(arcs, "1.md", note("lesson", "Drained after the rollback.", project="gateway"))
+    drain_id, result = run_drain(Settings(vault=arcs), WHEN)
+    assert drain_id is not None and result.written
+    assert any(p.message.startswith("rolled back an interrupted run") for p in result.problems)
+    text = arc.read_bytes()
+    assert b"half a tick" not in text and b"Drained after the rollback." in text
+    assert not [p for p in arcs.rglob("*") if p.name.endswith(".brain-tmp")]

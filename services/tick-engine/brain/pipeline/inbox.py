@@ -20,6 +20,7 @@ from brain.core.model import Note, Problem
 from brain.core.plan import DeleteFile, Plan
 from brain.core.project import project_name
 from brain.io import writer
+from brain.io.transaction import Preview, transaction
 from brain.io.vault import ChangedError, read_current
 from brain.settings import Settings
 
@@ -74,12 +75,14 @@ def run_drain(settings: Settings, now: datetime, *, dry_run: bool = False) -> tu
     from brain.search.service import scan_notes
 
     vault = settings.vault_path
-    with writer.vault_lock(vault, "inbox"):
+    tick_id = new_tick_id(vault, now, "inbox")
+    if dry_run:
         plan, problems = drain_inbox(vault, scan_notes(settings), now, settings)
-        tick_id = new_tick_id(vault, now, "inbox")
-        journal = None if dry_run else writer.Journal(vault, tick_id, now)
-        result = apply_drain(plan, lambda part: writer.apply_plan(vault, part, journal=journal, dry_run=dry_run))
-        if journal is not None:
-            journal.complete()
+        result = apply_drain(plan, Preview(vault).apply)
+    else:  # the one transaction: recovery first, and the old images swapped out unlinked at its end
+        with transaction(vault, "inbox", tick_id, now) as tx:
+            plan, problems = drain_inbox(vault, scan_notes(settings), now, settings)
+            result = apply_drain(plan, tx.apply)
+        problems = tx.recovered + problems + tx.late
     result.problems[:0] = problems
     return (tick_id if result.changed and not dry_run else None), result
