@@ -93,8 +93,9 @@ def test_sigkill_at_random_points_never_tears_a_file_and_the_next_tick_recovers(
         assert report["phases"]["verify"]["ok"]
         final = _arc_files(vault)
         assert {cid: v for cid, v in final.items()} == expected, f"attempt {attempt} did not converge"
-        # nor an empty temp file made ahead for the writer (brain.io.precreate), nor their list
-        assert not [p for p in vault.rglob("*") if p.name.endswith(".brain-tmp") and not p.stat().st_size], attempt
+        # nor a temp file: staged, made ahead (brain.io.precreate), or an old file an exchange swapped
+        # out that the killed run had not unlinked yet (writer.SWEPT); nor the list of those made ahead
+        assert not [p for p in vault.rglob("*") if p.name.endswith(".brain-tmp")], attempt
         assert not (vault / ".brain" / "precreated").exists()
     assert kills_mid_write >= 1  # at least some kills landed in the middle of writing
 
@@ -258,6 +259,37 @@ def test_recovery_keeps_a_staged_file_that_is_neither_image(tmp_path: Path) -> N
     kept = vault / writer.JOURNAL_DIR / journal.tick_id / "preserved" / rel
     assert kept.read_bytes() == before + b"\noperator line\n"
     assert not writer.temp_path(arc).exists()
+
+
+def test_recovery_clears_the_old_files_a_run_killed_after_its_last_write_left(tmp_path: Path) -> None:
+    """Its journal is complete (nothing is rolled back), but the old files its exchanges swapped out
+    were still waiting to be unlinked: recovery removes those that hold the before image, keeps in
+    the journal one an append reached after the swap, and marks the journal so it looks once."""
+    from brain.io import writer
+    from brain.pipeline.tick import new_tick_id
+
+    vault = init_vault(tmp_path / "v")
+    one = write_arc(vault, "clusters/2026-11-21", "2026-11-21-x-0123456789ab", sessions=["a"])
+    two = write_arc(vault, "clusters/2026-11-21", "2026-11-21-y-0123456789ab", sessions=["b"])
+    journal = writer.Journal(vault, new_tick_id(vault, datetime_now()), datetime_now())
+    befores = {arc: arc.read_bytes() for arc in (one, two)}
+    journal.record([{"op": "write", "path": arc.relative_to(vault).as_posix(), "before": writer.sha1_bytes(data),
+                     "after": writer.sha1_bytes(data + b"new\n")} for arc, data in befores.items()],
+                   list(befores.values()))
+    for arc, data in befores.items():
+        arc.write_bytes(data + b"new\n")  # committed
+    journal.complete()  # then killed before its old files were unlinked
+    writer.temp_path(one).write_bytes(befores[one])
+    writer.temp_path(two).write_bytes(befores[two] + b"appended after the swap\n")
+    assert writer.recover(vault) == []  # nothing rolled back
+    assert not writer.temp_path(one).exists() and not writer.temp_path(two).exists()
+    kept = vault / writer.JOURNAL_DIR / journal.tick_id / "preserved" / two.relative_to(vault).as_posix()
+    assert kept.read_bytes() == befores[two] + b"appended after the swap\n"
+    assert one.read_bytes() == befores[one] + b"new\n" and two.read_bytes() == befores[two] + b"new\n"
+    assert (journal.root / writer.SWEPT).is_file()
+    writer.temp_path(one).write_bytes(befores[one])  # a swept journal is not looked at again
+    writer.recover(vault)
+    assert writer.temp_path(one).exists()
 
 
 def datetime_now() -> Any:

@@ -126,3 +126,4 @@ def transaction(vault: Path, command: str, tick_id: str, now: datetime, *,
             writer.flush_discards()
             tx.late.extend(writer.take_kept())
         tx.journal.complete()
+        writer.mark_swept(tx.journal)  # its old images are gone: recovery has nothing of it to clear

@@ -1063,8 +1063,43 @@ def _completed(manifest: Path) -> bool:
     return match is not None and match.group(1) == b"complete"
 
 
+#: In a journal's folder once its run ended and the old files its exchanges swapped out are all
+#: unlinked (or kept): a complete journal without it is the run of a process killed after its
+#: last write (its journal is complete from there, see ``pipeline/tick.py``) and before its end.
+SWEPT = "swept"
+
+
+def mark_swept(journal: Journal) -> None:
+    """The run of ``journal`` ended with its old images gone (:func:`flush_discards`). Not fsynced:
+    a mark a crash loses only makes the next recovery look at the journal's temp files again."""
+    if journal.opened:
+        _mark_swept(journal.root)
+
+
+def _mark_swept(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.close(os.open(folder / SWEPT, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644))
+
+
+def _sweep(vault: Path, entry: Path) -> None:
+    """The old images a complete journal's run left at its temp names when it was killed before
+    its end (each holds the before image the pack holds too): removed, or kept in the journal
+    when they hold anything else (an append that reached one after its swap); then marked."""
+    try:
+        manifest = load_manifest(vault, entry.name)
+    except (FileNotFoundError, JournalError):
+        manifest = None  # paths that cannot be trusted: nothing is touched
+    if manifest is not None:
+        for op in manifest["ops"]:
+            for rel in (op["path"], op.get("dst")):
+                if rel:
+                    _clear_staged(vault, manifest["tick_id"], rel, op)
+    _mark_swept(entry)
+
+
 def recover(vault: Path) -> list[UndoResult]:
-    """Roll back every journal a crashed process left ``pending`` (files edited since are kept)."""
+    """Roll back every journal a crashed process left ``pending`` (files edited since are kept),
+    and clear what a process killed after its last write left (:data:`SWEPT`)."""
     results = []
     root = vault / JOURNAL_DIR
     entries = sorted(root.iterdir(), key=lambda p: p.name) if root.is_dir() else []
@@ -1092,6 +1127,12 @@ def recover(vault: Path) -> list[UndoResult]:
                 # Someone edited a file after the crash: keep their text, roll back the rest.
                 result = _undo_unconflicted(vault, manifest, result)
             results.append(result)
+    # Only the newest complete journal can lack its mark: every run recovers before it writes.
+    for entry in reversed(entries):
+        if entry.is_dir() and _completed(entry / "manifest.json"):
+            if not (entry / SWEPT).exists():
+                _sweep(vault, entry)
+            break
     precreate.clear_left(vault)  # temp files made ahead for a plan the crash stopped before staging
     return results
 
