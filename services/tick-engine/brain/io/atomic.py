@@ -38,6 +38,16 @@ def read_regular(path: str | Path, limit: int = -1, *, tail: bool = False) -> by
         os.close(fd)
 
 
+#: A temporary file's name is ``.<name>`` + this, beside the file it becomes (never scanned).
+TMP_SUFFIX = ".brain-tmp"
+
+
+def temp_name(target: str) -> str:
+    """Where the writer stages ``target``'s new bytes: a hidden file beside it."""
+    head, name = os.path.split(target)
+    return os.path.join(head, f".{name}{TMP_SUFFIX}")
+
+
 def create_new(path: str | Path, mode: int = 0o644) -> int:
     """A descriptor open for writing on a new, empty regular file made at ``path`` itself. A temporary
     name is the brain's own: what sits there (the temporary file of a run that died, a link or a named

@@ -25,14 +25,20 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from brain.io.atomic import ConfinementError, atomic_write, confined_folder, read_regular
+from brain.io.atomic import (
+    TMP_SUFFIX,
+    ConfinementError,
+    atomic_write,
+    confined_folder,
+    read_regular,
+    temp_name,
+)
 from brain.io.background import Forked
 
 #: The list of the files a child makes, for recovery after a crash.
 LIST_FILE = ".brain/precreated"
 #: Fewer files than this are made by the writer as it stages them (a fork costs more).
 MIN_FILES = 100
-TMP_SUFFIX = ".brain-tmp"
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -51,12 +57,6 @@ class Ahead:
 
 
 _AHEAD: Ahead | None = None
-
-
-def temp_name(target: str) -> str:
-    """Where the writer stages ``target``'s new bytes (:func:`brain.io.writer.temp_path`)."""
-    head, name = os.path.split(target)
-    return os.path.join(head, f".{name}{TMP_SUFFIX}")
 
 
 def start(vault: Path, targets: Iterable[str]) -> bool:

@@ -38,6 +38,7 @@ from brain.core.progress import Step, counted
 from brain.core.timeutil import iso, wall_clock
 from brain.io import precreate
 from brain.io.atomic import (
+    TMP_SUFFIX,
     ConfinementError,
     atomic_write,
     atomic_write_chunks,
@@ -46,6 +47,7 @@ from brain.io.atomic import (
     create_new,
     fsync_dir,
     read_regular,
+    temp_name,
 )
 from brain.io.workers import Workers, run_all
 
@@ -541,9 +543,6 @@ def _resolve(
     return _resolved(op, current, op.content, seen if current is not None else None)
 
 
-TMP_SUFFIX = ".brain-tmp"
-
-
 def temp_path(target: Path) -> Path:
     """Where new content is staged: a hidden file beside the target (never scanned)."""
     return target.with_name(f".{target.name}{TMP_SUFFIX}")
@@ -867,8 +866,7 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
             target = os.path.join(root, op.path)
             folders.add(os.path.dirname(target))
         assert op.content is not None
-        head, name = os.path.split(target)
-        tmp = os.path.join(head, f".{name}{TMP_SUFFIX}")
+        tmp = temp_name(target)
         staged[index] = tmp
         jobs.append((tmp, op.content))
     for folder in sorted(folders):
