@@ -40,6 +40,10 @@ def read_regular(path: str | Path, limit: int = -1, *, tail: bool = False) -> by
 
 #: A temporary file's name is ``.<name>`` + this, beside the file it becomes (never scanned).
 TMP_SUFFIX = ".brain-tmp"
+#: ``O_NOFOLLOW`` where the system has it: an open that refuses a link at the name itself.
+NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+#: A new file made at the name itself: never through a link, never a pipe opened (:func:`create_new`).
+CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
 
 
 def temp_name(target: str) -> str:
@@ -53,12 +57,11 @@ def create_new(path: str | Path, mode: int = 0o644) -> int:
     name is the brain's own: what sits there (the temporary file of a run that died, a link or a named
     pipe put there) is unlinked first, never written through (``O_EXCL`` makes the file here, not
     where a link points, and never opens a pipe). A folder there is an OSError, left as it is."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
-        return os.open(path, flags, mode)
+        return os.open(path, CREATE_NEW, mode)
     except FileExistsError:
         os.unlink(path)  # a folder: IsADirectoryError (PermissionError on some systems), for the caller
-        return os.open(path, flags, mode)
+        return os.open(path, CREATE_NEW, mode)
 
 
 class ConfinementError(ValueError):

@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from brain.io.atomic import (
+    CREATE_NEW,
+    NOFOLLOW,
     TMP_SUFFIX,
     ConfinementError,
     atomic_write,
@@ -39,7 +41,6 @@ from brain.io.background import Forked
 LIST_FILE = ".brain/precreated"
 #: Fewer files than this are made by the writer as it stages them (a fork costs more).
 MIN_FILES = 100
-_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 
 class Ahead:
@@ -90,7 +91,7 @@ def start(vault: Path, targets: Iterable[str]) -> bool:
             if os.getppid() != parent:
                 break  # the tick was killed: stop now, and let go of its lock (the next tick clears up)
             try:
-                os.close(os.open(tmp, _FLAGS, 0o644))
+                os.close(os.open(tmp, CREATE_NEW, 0o644))
             except OSError:
                 continue  # something is there already: the writer deals with it as it stages
             made.append(tmp)
@@ -115,7 +116,7 @@ def open_made(tmp: str) -> int | None:
     """A descriptor for writing into ``tmp``, a file made ahead, when it is still that very file:
     regular, empty, linked once (None: something else is there now; the caller makes it anew)."""
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(tmp, os.O_WRONLY | os.O_NONBLOCK | NOFOLLOW)
     except OSError:
         return None
     st = os.fstat(fd)
@@ -140,7 +141,7 @@ def cancel() -> None:
     files are removed."""
     ahead = take()
     if ahead is not None:
-        ahead.made()  # the child is done making them
+        ahead.child.wait()
         done(ahead)
 
 

@@ -38,6 +38,7 @@ from brain.core.progress import Step, counted
 from brain.core.timeutil import iso, wall_clock
 from brain.io import precreate
 from brain.io.atomic import (
+    NOFOLLOW,
     TMP_SUFFIX,
     ConfinementError,
     atomic_write,
@@ -84,7 +85,7 @@ def vault_lock(vault: Path, command: str, *, wait_seconds: float = 0.0) -> Itera
     state = vault / STATE_DIR
     state.mkdir(exist_ok=True)
     path = state / "lock"
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDWR | os.O_CREAT | NOFOLLOW
     try:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
@@ -1076,7 +1077,7 @@ def mark_swept(journal: Journal) -> None:
 
 def _mark_swept(folder: Path) -> None:
     with contextlib.suppress(OSError):
-        os.close(os.open(folder / SWEPT, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644))
+        os.close(os.open(folder / SWEPT, os.O_WRONLY | os.O_CREAT | NOFOLLOW, 0o644))
 
 
 def _sweep(vault: Path, entry: Path) -> None:
@@ -1088,11 +1089,16 @@ def _sweep(vault: Path, entry: Path) -> None:
     except (FileNotFoundError, JournalError):
         manifest = None  # paths that cannot be trusted: nothing is touched
     if manifest is not None:
-        for op in manifest["ops"]:
-            for rel in (op["path"], op.get("dst")):
-                if rel:
-                    _clear_staged(vault, manifest["tick_id"], rel, op)
+        _clear_all_staged(vault, manifest)
     _mark_swept(entry)
+
+
+def _clear_all_staged(vault: Path, manifest: dict[str, Any]) -> None:
+    """:func:`_clear_staged` at the temp name of every path the journal's operations name."""
+    for op in manifest["ops"]:
+        for rel in (op["path"], op.get("dst")):
+            if rel:
+                _clear_staged(vault, manifest["tick_id"], rel, op)
 
 
 def recover(vault: Path) -> list[UndoResult]:
@@ -1101,8 +1107,12 @@ def recover(vault: Path) -> list[UndoResult]:
     results = []
     root = vault / JOURNAL_DIR
     entries = sorted(root.iterdir(), key=lambda p: p.name) if root.is_dir() else []
+    newest: Path | None = None  # the newest complete journal
     for entry in entries:
-        if _completed(entry / "manifest.json") or not entry.is_dir():
+        if _completed(entry / "manifest.json"):
+            newest = entry
+            continue
+        if not entry.is_dir():
             continue
         try:
             manifest = load_manifest(vault, entry.name)
@@ -1112,10 +1122,7 @@ def recover(vault: Path) -> list[UndoResult]:
             results.append(UndoResult(entry.name, damaged=str(exc)))
             continue
         if manifest.get("state") == "pending":
-            for op in manifest["ops"]:  # content staged but never renamed into place
-                for rel in (op["path"], op.get("dst")):
-                    if rel:
-                        _clear_staged(vault, manifest["tick_id"], rel, op)
+            _clear_all_staged(vault, manifest)  # content staged but never renamed into place
             try:
                 result = undo(vault, manifest["tick_id"], force=False)
             except JournalError as exc:  # a pack that lost or changed bytes: nothing was restored
@@ -1126,11 +1133,8 @@ def recover(vault: Path) -> list[UndoResult]:
                 result = _undo_unconflicted(vault, manifest, result)
             results.append(result)
     # Only the newest complete journal can lack its mark: every run recovers before it writes.
-    for entry in reversed(entries):
-        if entry.is_dir() and _completed(entry / "manifest.json"):
-            if not (entry / SWEPT).exists():
-                _sweep(vault, entry)
-            break
+    if newest is not None and not (newest / SWEPT).exists():
+        _sweep(vault, newest)
     precreate.clear_left(vault)  # temp files made ahead for a plan the crash stopped before staging
     return results
 
