@@ -62,8 +62,9 @@ class Settings:
     journal_keep: int = _opt(50, "How many tick journals to keep under `.brain/journal/`.", group="vault", lo=1, hi=100_000)
     fork_children: bool = _opt(
         True,
-        "A cold tick on a large vault forks children that parse half the files and build the search index "
-        "beside the writes (a third less wall time on two cores); a later tick on such a vault forks one that "
+        "A cold tick on a large vault forks children that parse half the files, make the temporary files "
+        "of the arcs it rewrites while it plans, and build the search index beside the writes (a third "
+        "less wall time on two cores); a later tick on such a vault forks one that "
         "lists the files while the tick loads what the last one left. `false` keeps all the work in one process: "
         "for a pod whose memory limit cannot also hold the children's copies of the notes (about 120 MB "
         "more at 10 000 arcs).",
