@@ -43,7 +43,7 @@ from brain.core.model import (
 from brain.core.plan import Expect
 from brain.core.progress import Step, counted
 from brain.core.snapshot import ScanDelta, ScanStats, Snapshot, vault_note
-from brain.io.atomic import atomic_write, atomic_write_chunks, read_regular, regular_stat
+from brain.io.atomic import NOFOLLOW, atomic_write, atomic_write_chunks, read_regular, regular_stat
 from brain.io.background import Forked
 
 if TYPE_CHECKING:
@@ -601,7 +601,7 @@ def walk(vault: Path, skip: frozenset[str] = frozenset()) -> list[tuple[str, int
     found: list[tuple[str, int, int]] = []
     stack = [(str(vault), "")]
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
-    nofollow = flags | getattr(os, "O_NOFOLLOW", 0)
+    nofollow = flags | NOFOLLOW
     while stack:
         folder, rel = stack.pop()
         fd = -1
