@@ -61,8 +61,10 @@ def _arc_files(vault: Path) -> dict[str, tuple[str, bytes]]:
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_points_never_tears_a_file_and_the_next_tick_recovers(tmp_path: Path) -> None:
-    pristine = _busy_vault(tmp_path / "pristine")
+@pytest.mark.parametrize("arcs, attempts", [(150, 20), (700, 10)])  # 700: the writer stages and commits in waves
+def test_sigkill_at_random_points_never_tears_a_file_and_the_next_tick_recovers(tmp_path: Path, arcs: int,
+                                                                                  attempts: int) -> None:
+    pristine = _busy_vault(tmp_path / "pristine", arcs)
     originals = {cid: data for cid, (_, data) in _arc_files(pristine).items()}
     reference = tmp_path / "reference"
     shutil.copytree(pristine, reference)
@@ -72,7 +74,7 @@ def test_sigkill_at_random_points_never_tears_a_file_and_the_next_tick_recovers(
     expected = _arc_files(reference)
     rng = random.Random(20261121)
     kills_mid_write = 0
-    for attempt in range(20):
+    for attempt in range(attempts):
         vault = tmp_path / f"v{attempt}"
         shutil.copytree(pristine, vault)
         proc = _tick(vault)

@@ -5,8 +5,9 @@ The writer stages each new file at ``.<name>.brain-tmp`` beside its target (:mod
 On the bench's virtual disk, making such a file costs 20-400 µs of the kernel's CPU time, writing
 4 KB into one that exists 9 µs: ten thousand made one after the other are most of a cold tick.
 Once the keeper has decided which arcs it rewrites (before it reads and renders them), a forked
-child makes their temporary files, empty, on the second core; the writer then only writes into
-them (:func:`take`).
+child makes the temporary files of the writer's first wave, empty, on the second core; the writer
+then only writes into them (:func:`take`). Each later wave writes over the old files the one
+before swapped out (``brain.io.writer._reuse``).
 
 Nothing is lost if this goes wrong: a temporary file the child did not make (something else was
 there, or the child failed) is made by the writer as always, and one it made but the plan does
