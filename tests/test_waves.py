@@ -47,6 +47,8 @@ def _temp_files(vault: Path) -> list[Path]:
 
 
 def test_a_plan_in_waves_writes_what_one_wave_writes_over_the_old_files(tmp_path: Path, small_waves: int) -> None:
+    if writer.filesystem_type(tmp_path) not in writer.LOCAL_FILESYSTEMS:
+        pytest.skip(f"the test folder is on {writer.filesystem_type(tmp_path)}: no old file is reused there")
     vault = init_vault(tmp_path / "v")
     paths = _notes(vault)
     old_inodes = {(vault / rel).stat().st_ino for rel in paths}
@@ -139,3 +141,23 @@ def test_recovery_drops_an_old_image_a_killed_wave_left_at_another_arcs_temp_nam
     assert x.read_bytes() == b"x old\n" and y.read_bytes() == b"y old\n"
     assert not _temp_files(vault)
     assert not (vault / writer.JOURNAL_DIR / "t-1" / "preserved").exists()
+
+
+def test_no_old_file_is_written_over_on_a_filesystem_other_machines_may_open(
+        tmp_path: Path, small_waves: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a network or FUSE filesystem no lease sees an editor elsewhere: every temp file is new."""
+    monkeypatch.setattr(writer, "LOCAL_FILESYSTEMS", frozenset())
+    vault = init_vault(tmp_path / "v")
+    paths = _notes(vault)
+    old_inodes = {(vault / rel).stat().st_ino for rel in paths}
+    result = _apply(vault, paths)
+    assert not result.problems
+    assert all((vault / rel).read_bytes() == f"new {rel}\n".encode() for rel in paths)
+    assert not old_inodes & {(vault / rel).stat().st_ino for rel in paths}
+    assert not _temp_files(vault)
+
+
+def test_the_filesystem_of_a_path_comes_from_the_mount_table() -> None:
+    assert writer.filesystem_type("/proc/self") == "proc"
+    assert writer.filesystem_type("/proc/self/status") == "proc"
+    assert writer.filesystem_type("/") is not None

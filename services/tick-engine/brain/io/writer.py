@@ -694,7 +694,7 @@ def _stat_of(path: str | Path) -> tuple[int, int, int] | None:
 #: Keeps bytes an operator wrote while the tick committed a file; returns the reported problem.
 Keep = Callable[[bytes], Problem]
 #: An old image a commit swapped out: where it sits, its stat then, what keeps bytes written to it since.
-_Old = tuple[str, "tuple[int, int, int] | None", Keep]
+_Old = tuple[str, tuple[int, int, int] | None, Keep]
 
 #: Old images a commit swapped out, unlinked by background threads while the run goes on (freeing
 #: an inode costs ten times the exchange that replaced it); :func:`flush_discards` waits for them.
@@ -776,6 +776,38 @@ def take_kept() -> list[Problem]:
 #: A plan that stages many files stages and commits them in waves of :func:`wave_size` files.
 WAVES, WAVE_MIN = 20, 250
 _FRESH_MODE: int | None = None
+#: Filesystems whose files only this machine's processes open, so a lease sees every other opener
+#: (:func:`_unshared`): the only ones where an old file is written over. On a network or FUSE
+#: filesystem (a VM's shared folder), an editor on another machine may hold an arc open unseen.
+LOCAL_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "bcachefs", "zfs",
+                               "overlay"})
+_FS_TYPES: dict[str, str | None] = {}
+_MOUNT_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+def filesystem_type(path: str | Path) -> str | None:
+    """The type of the filesystem ``path`` is on (Linux: the mount in ``/proc/self/mountinfo``
+    with the longest mount point above its real path, the last mounted of those), looked up once
+    per path; None where it cannot be told."""
+    key = os.fspath(path)
+    if key in _FS_TYPES:
+        return _FS_TYPES[key]
+    real = os.path.realpath(key)
+    found, longest = None, -1
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+            for line in handle:
+                head, sep, tail = line.partition(" - ")
+                fields = head.split()
+                if not sep or len(fields) < 5 or not tail.split():
+                    continue
+                mount = _MOUNT_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
+                if (real == mount or real.startswith(mount.rstrip("/") + "/")) and len(mount) >= longest:
+                    found, longest = tail.split()[0], len(mount)
+    except OSError:
+        pass
+    _FS_TYPES[key] = found
+    return found
 
 
 def wave_size(files: int) -> int:
@@ -965,7 +997,8 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
     made = ahead.made() if ahead is not None else set()
     # The waves, by the index in the plan each starts at. The old images the commits of one
     # wave swap out are the spares the next one writes over; the last one's are unlinked.
-    size = wave_size(len(jobs))
+    reuse = len(jobs) > WAVE_MIN and filesystem_type(root) in LOCAL_FILESYSTEMS
+    size = wave_size(len(jobs)) if reuse else max(1, len(jobs))
     waves: dict[int, list[tuple[str, bytes]]] = {}
     wave: list[tuple[str, bytes]] = []
     for index, job in zip(staged, jobs, strict=True):
