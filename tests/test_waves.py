@@ -161,3 +161,21 @@ def test_the_filesystem_of_a_path_comes_from_the_mount_table() -> None:
     assert writer.filesystem_type("/proc/self") == "proc"
     assert writer.filesystem_type("/proc/self/status") == "proc"
     assert writer.filesystem_type("/") is not None
+
+
+def test_a_plan_of_new_files_is_one_wave(tmp_path: Path, small_waves: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No old file comes out of its commits to write over (brain cluster's new arcs): one syncfs."""
+    vault = init_vault(tmp_path / "v")
+    monkeypatch.setattr(writer, "LOCAL_FILESYSTEMS", frozenset({writer.filesystem_type(tmp_path)}))
+    staged, real = [], writer._stage
+
+    def counted(jobs: list[tuple[str, bytes]], *args: object) -> set[str]:
+        staged.append(len(jobs))
+        return real(jobs, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer, "_stage", counted)
+    result = _apply(vault, [f"notes/new-{i:02d}.md" for i in range(NOTES)])
+    assert len(result.written) == NOTES and staged == [NOTES]
+    staged.clear()
+    _apply(vault, _notes(vault), "t-2")  # rewrites: waves
+    assert staged == [small_waves] * (NOTES // small_waves)

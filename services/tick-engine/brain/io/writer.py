@@ -971,6 +971,7 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
     root = str(vault)
     staged: dict[int, str] = {}
     jobs: list[tuple[str, bytes]] = []  # (temp path, content), in the order of staged
+    rewrites = 0
     folders: set[str] = set()
     for index, item in enumerate(items):
         op = item.op
@@ -989,6 +990,8 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
         assert op.content is not None
         staged[index] = temp_name(target)
         jobs.append((staged[index], op.content))
+        if item.before_sha1 is not None:  # its commit swaps an old file out
+            rewrites += 1
     for folder in sorted(folders):
         os.makedirs(folder, exist_ok=True)
     if progress is not None:
@@ -997,7 +1000,8 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
     made = ahead.made() if ahead is not None else set()
     # The waves, by the index in the plan each starts at. The old images the commits of one
     # wave swap out are the spares the next one writes over; the last one's are unlinked.
-    reuse = len(jobs) > WAVE_MIN and filesystem_type(root) in LOCAL_FILESYSTEMS
+    # Waves only where old files come out to write over (not a plan of new files: brain cluster's).
+    reuse = rewrites > WAVE_MIN and filesystem_type(root) in LOCAL_FILESYSTEMS
     size = wave_size(len(jobs)) if reuse else max(1, len(jobs))
     waves: dict[int, list[tuple[str, bytes]]] = {}
     wave: list[tuple[str, bytes]] = []
