@@ -179,3 +179,25 @@ def test_a_plan_of_new_files_is_one_wave(tmp_path: Path, small_waves: int, monke
     staged.clear()
     _apply(vault, _notes(vault), "t-2")  # rewrites: waves
     assert staged == [small_waves] * (NOTES // small_waves)
+
+
+def test_a_process_that_opens_an_old_file_while_it_is_leased_does_not_end_the_tick(tmp_path: Path) -> None:
+    """The lease taken to prove an old file is open nowhere else lasts microseconds; a process that
+    opens the file in that instant breaks it, and the kernel signals the writer: never with SIGIO,
+    whose default would end the tick."""
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / ".old.md.brain-tmp"
+    path.write_bytes(b"old\n")
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        assert writer._lease(fd)
+        opener = subprocess.Popen([sys.executable, "-c", f"import os; os.close(os.open({str(path)!r}, os.O_RDONLY))"])
+        time.sleep(0.3)  # its open waits for the lease; the kernel has signalled this process by now
+        assert opener.poll() is None
+        writer._unlease(fd)
+        assert opener.wait(timeout=30) == 0
+    finally:
+        os.close(fd)

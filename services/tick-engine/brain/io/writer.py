@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -832,15 +833,29 @@ def _fresh_mode() -> int:
     return _FRESH_MODE
 
 
-def _unshared(fd: int) -> bool:
-    """Whether no other process has the file of ``fd`` open, nor mapped (Linux: a write lease is
-    granted only then; it is let go at once). False where leases are not supported."""
+def _lease(fd: int) -> bool:
+    """Take a write lease on the file of ``fd`` (Linux): granted only when no other process has it
+    open, nor mapped; False then, or where leases are not supported. A process that opens the file
+    while it is held breaks it, which the kernel tells with a signal: SIGURG, ignored unless
+    handled, rather than SIGIO, whose default ends this process."""
     try:
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
     except (OSError, AttributeError):
         return False
+    return True
+
+
+def _unlease(fd: int) -> None:
     with contextlib.suppress(OSError):
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+
+
+def _unshared(fd: int) -> bool:
+    """Whether no other process has the file of ``fd`` open, nor mapped: a lease, let go at once."""
+    if not _lease(fd):
+        return False
+    _unlease(fd)
     return True
 
 
