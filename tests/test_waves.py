@@ -201,3 +201,15 @@ def test_a_process_that_opens_an_old_file_while_it_is_leased_does_not_end_the_ti
         assert opener.wait(timeout=30) == 0
     finally:
         os.close(fd)
+
+
+def test_an_old_file_with_extended_attributes_is_not_written_over(tmp_path: Path, small_waves: int) -> None:
+    """An arc's own attribute (a user's tag, an ACL) never passes to another arc."""
+    vault = init_vault(tmp_path / "v")
+    paths = _notes(vault)
+    try:
+        os.setxattr(vault / paths[0], "user.brain-test", b"x")
+    except OSError as exc:
+        pytest.skip(f"no user attributes on this filesystem: {exc}")
+    _apply(vault, paths)
+    assert [rel for rel in paths if os.listxattr(vault / rel)] == []

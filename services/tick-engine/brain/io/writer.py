@@ -851,6 +851,16 @@ def _unlease(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
 
 
+def _plain(fd: int) -> bool:
+    """Whether the file of ``fd`` has no extended attribute that would pass to another arc with it
+    (an ACL, a user's tag); the security label every file of a folder gets is not one."""
+    try:
+        names = os.listxattr(fd)
+    except OSError as exc:
+        return exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP)  # a filesystem without them
+    return all(name.startswith("security.") for name in names)
+
+
 def _unshared(fd: int) -> bool:
     """Whether no other process has the file of ``fd`` open, nor mapped: a lease, let go at once."""
     if not _lease(fd):
@@ -866,20 +876,22 @@ def _reuse(spares: list[_Old], tmp: str) -> int | None:
     On the bench's disk making a file costs 20-400 µs of kernel time (and unlinking an old one
     80 µs); renaming one and writing over its blocks, 30 µs. An old image serves only when
     nothing can reach it but this writer: the very file the exchange swapped out (no write since),
-    a regular file linked once, ours, with a new file's mode, and open nowhere else (an editor
-    that opened the arc just before the exchange and writes after it must not write into another
-    arc). Any other goes to :func:`_discard`, which keeps what was written to it.
+    a regular file linked once, ours, with a new file's mode and no extended attribute of its own,
+    and open nowhere else (an editor that opened the arc just before the exchange and writes after
+    it must not write into another arc). Any other goes to :func:`_discard`, which keeps what was
+    written to it.
     """
     while spares:
         path, swapped, keep = spares.pop()
         try:
             fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | NOFOLLOW)
-        except OSError:
+        except OSError:  # gone, or not to be written (immutable, append-only): unlinked as any other
+            _discard(path, swapped, keep)
             continue
         st = os.fstat(fd)
         if (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid()
                 or stat.S_IMODE(st.st_mode) != _fresh_mode() or (st.st_size, st.st_mtime_ns, st.st_ino) != swapped
-                or not _unshared(fd)):
+                or not _plain(fd) or not _unshared(fd)):
             os.close(fd)
             _discard(path, swapped, keep)
             continue
