@@ -180,6 +180,11 @@ def test_the_index_built_alongside_follows_an_edit_that_won_the_race(tmp_path: P
 MADE_AHEAD = TICK.replace("settings = Settings(", """
 import brain.io.precreate as P
 P.MIN_FILES = 4  # as a cold tick that rewrites thousands of arcs: their temp files made ahead
+if mode in ("waves", "remote"):  # as a cold tick of thousands of arcs: the writer stages them in waves
+    import brain.io.writer as W
+    W.WAVE_MIN, W.WAVES = 8, 1000
+    if mode == "remote":  # on a network filesystem: no old file is written over, so no waves
+        W.LOCAL_FILESYSTEMS = frozenset()
 if mode == "fail":
     P.atomic_write = lambda *args: 1 / 0  # the child fails before it makes anything
 if mode == "late":  # the child makes every file, then fails: this process is told of none of them
@@ -199,16 +204,23 @@ mode = "forked"
 settings = Settings(""").replace('"conflicts": sorted(report.result.conflicts)}', '"conflicts": sorted(report.result.conflicts), "reused": reused}')
 
 
-def test_a_cold_tick_whose_temp_files_are_made_ahead_leaves_what_a_serial_one_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["ahead", "waves", "remote"])
+def test_a_cold_tick_whose_temp_files_are_made_ahead_leaves_what_a_serial_one_does(tmp_path: Path,
+                                                                                    mode: str) -> None:
     """Once the keeper decided, a child makes the empty temp files the writer stages the rewritten arcs
     in; the writer writes into them. Files and index as a serial tick leaves them, and no temp file,
-    nor the list of them, is left."""
+    nor the list of them, is left. In waves, the child makes the first wave's only (the later ones
+    write over the old files the one before swapped out); where no old file may be written over
+    (not a local filesystem), it makes every one."""
     serial, ahead = _vault(tmp_path / "serial"), _vault(tmp_path / "ahead")
     _fresh(TICK, str(serial), "serial", NOW)
-    out, _ = _fresh(MADE_AHEAD, str(ahead), "ahead", NOW)
+    out, _ = _fresh(MADE_AHEAD, str(ahead), mode, NOW)
     assert out["forks"] == [True, True, True]  # the scan's child, the temp files', the index's
     assert out["exit"] == 0 and out["conflicts"] == []
-    assert len(out["reused"]) >= 40 and all(out["reused"])  # every rewritten arc, in a file made ahead
+    if mode == "waves":
+        assert out["reused"] == [True] * 8  # the first wave, in files made ahead
+    else:
+        assert len(out["reused"]) >= 40 and all(out["reused"])  # every rewritten arc, in a file made ahead
     assert _files(ahead) == _files(serial) and _index(ahead) == _index(serial)
     assert not [p for p in ahead.rglob("*") if p.name.endswith(".brain-tmp")]
     assert not (ahead / ".brain/precreated").exists()

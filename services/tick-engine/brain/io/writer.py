@@ -820,6 +820,12 @@ def wave_size(files: int) -> int:
     return max(WAVE_MIN, files // WAVES)
 
 
+def waved(vault: str | Path, rewrites: int) -> bool:
+    """Whether a plan that swaps out ``rewrites`` old files of ``vault`` is staged in waves: when
+    there are many, and the filesystem is one where an old file may be written over."""
+    return rewrites > WAVE_MIN and filesystem_type(vault) in LOCAL_FILESYSTEMS
+
+
 def _fresh_mode() -> int:
     """The mode a file made here with 0o644 gets (the process's umask applied), read once."""
     global _FRESH_MODE
@@ -1028,8 +1034,7 @@ def _execute_all(vault: Path, items: list[_Resolved], result: ApplyResult,
     # The waves, by the index in the plan each starts at. The old images the commits of one
     # wave swap out are the spares the next one writes over; the last one's are unlinked.
     # Waves only where old files come out to write over (not a plan of new files: brain cluster's).
-    reuse = rewrites > WAVE_MIN and filesystem_type(root) in LOCAL_FILESYSTEMS
-    size = wave_size(len(jobs)) if reuse else max(1, len(jobs))
+    size = wave_size(len(jobs)) if waved(root, rewrites) else max(1, len(jobs))
     waves: dict[int, list[tuple[str, bytes]]] = {}
     wave: list[tuple[str, bytes]] = []
     for index, job in zip(staged, jobs, strict=True):
