@@ -813,10 +813,10 @@ def filesystem_type(path: str | Path) -> str | None:
 
 def wave_size(files: int) -> int:
     """How many of a plan's ``files`` each wave stages: about :data:`WAVES` waves, of at least
-    :data:`WAVE_MIN` files (each wave costs one ``syncfs``). A cold tick's 10 000 arcs on the
-    bench's disk, medians of three: 6.8 s in one wave, 4.5 s in waves of 1 000, 4.4 s of 500;
-    1 000 arcs: 1.30 s in one wave, 0.71 s in waves of 250; 50 000 arcs: 23.9 s, 21.6 s in
-    waves of 2 000, 22.9 s of 500."""
+    :data:`WAVE_MIN` files (each wave costs one ``syncfs``). Cold ticks of the bench's vaults on
+    its disk, medians of three: 10 000 arcs, 6.8 s in one wave, 4.5 s in waves of 1 000, 4.4 s
+    of 500, 4.6 s of 250; 1 000 arcs, 1.30 s in one wave, 0.87 s in waves of 500, 0.71 s of 250;
+    50 000 arcs, 23.9 s in one wave, 21.6 s in waves of 2 000, 22.9 s of 500."""
     return max(WAVE_MIN, files // WAVES)
 
 
