@@ -1,7 +1,8 @@
 """A plan of many files is staged and committed in waves; the old files one wave swaps out hold the
 next wave's new content (``brain.io.writer._reuse``). An old file still reachable by anything but the
-writer (open in another process, linked twice, with a mode of its own) is never written over: that
-would put one arc's text, or an editor's late write, into another."""
+writer (open in another process, linked twice, with a mode or attributes of its own, on a filesystem
+other machines may open) is never written over: that would put one arc's text, or an editor's late
+write, into another."""
 
 from __future__ import annotations
 
