@@ -15,6 +15,7 @@ import pytest
 from brain.core.plan import Plan, WriteFile
 from brain.core.timeutil import require_instant
 from brain.io import writer
+from brain.io.atomic import TMP_SUFFIX
 from brain.io.transaction import transaction
 from tests.support.vaults import NOW, init_vault
 
@@ -44,7 +45,7 @@ def _apply(vault: Path, paths: list[str], tick_id: str = "t-1") -> writer.ApplyR
 
 
 def _temp_files(vault: Path) -> list[Path]:
-    return [p for p in vault.rglob("*") if p.name.endswith(writer.TMP_SUFFIX)]
+    return [p for p in vault.rglob("*") if p.name.endswith(TMP_SUFFIX)]
 
 
 def test_a_plan_in_waves_writes_what_one_wave_writes_over_the_old_files(tmp_path: Path, small_waves: int) -> None:

@@ -68,6 +68,21 @@ class ConfinementError(ValueError):
     """A path would leave the vault."""
 
 
+def open_sole(path: str | Path) -> tuple[int, os.stat_result] | None:
+    """A descriptor open for writing on ``path`` itself, with its stat, when it is a regular file
+    linked once (None otherwise, or when it cannot be opened). Never through a link at the name,
+    never waiting on a named pipe there; nothing else reaches the file by another name."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | NOFOLLOW)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+        return fd, st
+    os.close(fd)
+    return None
+
+
 def confined(root: Path, relative: str, verified: set[str] | None = None) -> Path:
     """``root / relative``, refusing anything that escapes ``root`` (``..``, absolute, symlinks).
 

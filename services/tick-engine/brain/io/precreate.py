@@ -28,11 +28,11 @@ from pathlib import Path
 
 from brain.io.atomic import (
     CREATE_NEW,
-    NOFOLLOW,
     TMP_SUFFIX,
     ConfinementError,
     atomic_write,
     confined_folder,
+    open_sole,
     read_regular,
     temp_name,
 )
@@ -116,12 +116,11 @@ def take() -> Ahead | None:
 def open_made(tmp: str) -> int | None:
     """A descriptor for writing into ``tmp``, a file made ahead, when it is still that very file:
     regular, empty, linked once (None: something else is there now; the caller makes it anew)."""
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_NONBLOCK | NOFOLLOW)
-    except OSError:
+    found = open_sole(tmp)
+    if found is None:
         return None
-    st = os.fstat(fd)
-    if stat.S_ISREG(st.st_mode) and st.st_size == 0 and st.st_nlink == 1:
+    fd, st = found
+    if st.st_size == 0:
         return fd
     os.close(fd)
     return None

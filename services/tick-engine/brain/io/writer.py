@@ -42,7 +42,6 @@ from brain.core.timeutil import iso, wall_clock
 from brain.io import precreate
 from brain.io.atomic import (
     NOFOLLOW,
-    TMP_SUFFIX,
     ConfinementError,
     atomic_write,
     atomic_write_chunks,
@@ -50,6 +49,7 @@ from brain.io.atomic import (
     confined_stat,
     create_new,
     fsync_dir,
+    open_sole,
     read_regular,
     temp_name,
 )
@@ -549,7 +549,7 @@ def _resolve(
 
 def temp_path(target: Path) -> Path:
     """Where new content is staged: a hidden file beside the target (never scanned)."""
-    return target.with_name(f".{target.name}{TMP_SUFFIX}")
+    return Path(temp_name(os.fspath(target)))
 
 
 def _parallel(function: Any, items: list[Any]) -> None:
@@ -826,6 +826,12 @@ def waved(vault: str | Path, rewrites: int) -> bool:
     return rewrites > WAVE_MIN and filesystem_type(vault) in LOCAL_FILESYSTEMS
 
 
+def first_wave(vault: str | Path, rewrites: int) -> int:
+    """How many new temporary files a plan that rewrites ``rewrites`` files of ``vault`` makes:
+    its first wave's (the later ones write over old files), or all of them in one wave."""
+    return wave_size(rewrites) if waved(vault, rewrites) else rewrites
+
+
 def _fresh_mode() -> int:
     """The mode a file made here with 0o644 gets (the process's umask applied), read once."""
     global _FRESH_MODE
@@ -889,15 +895,13 @@ def _reuse(spares: list[_Old], tmp: str) -> int | None:
     """
     while spares:
         path, swapped, keep = spares.pop()
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | NOFOLLOW)
-        except OSError:  # gone, or not to be written (immutable, append-only): unlinked as any other
+        found = open_sole(path)  # None: gone, linked twice, or not to be written (immutable, append-only)
+        if found is None:
             _discard(path, swapped, keep)
             continue
-        st = os.fstat(fd)
-        if (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid()
-                or stat.S_IMODE(st.st_mode) != _fresh_mode() or (st.st_size, st.st_mtime_ns, st.st_ino) != swapped
-                or not _plain(fd) or not _unshared(fd)):
+        fd, st = found
+        if (st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != _fresh_mode()
+                or (st.st_size, st.st_mtime_ns, st.st_ino) != swapped or not _plain(fd) or not _unshared(fd)):
             os.close(fd)
             _discard(path, swapped, keep)
             continue

@@ -335,9 +335,7 @@ def _run(tick: _Tick) -> None:
         decisions = decide(snapshot.notes.values(), now, s, horizon=True, memo=memo)
         if not dry_run and s.fork_children:  # many rewrites (a cold tick): their temp files made while it plans
             rewrites = [d.path for d in decisions.changed() if d.rewrites]
-            if writer.waved(vault, len(rewrites)):  # the first wave's: the later ones write over old files
-                rewrites = rewrites[:writer.wave_size(len(rewrites))]
-            precreate.start(vault, rewrites)
+            precreate.start(vault, rewrites[:writer.first_wave(vault, len(rewrites))])
     saved_key = state.get("dashboards")
     if tick.partial:
         # Not every arc is here to key or render the dashboards: the lines of the arcs that move
